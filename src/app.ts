@@ -1,0 +1,73 @@
+import { randomUUID } from "node:crypto";
+import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
+import Fastify, { LogController } from "fastify";
+import type { AppDeps } from "./deps.ts";
+import { registerAuth } from "./http/auth.ts";
+import { registerErrorHandling } from "./http/errors.ts";
+import { registerMetrics } from "./http/metrics.ts";
+import { registerDocsUi, registerOpenApi } from "./http/openapi.ts";
+import type { App } from "./http/types.ts";
+import { registerValidation } from "./http/validation.ts";
+import { routes } from "./routes.ts";
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+export interface BuildOptions {
+  /** false for no logs; otherwise overrides of the level or a log file (tests write to one). */
+  logger?: false | { level?: string; file?: string };
+}
+
+/** Builds the whole app without listening: the server and the tests both use this. */
+export async function buildApp(deps: AppDeps, opts: BuildOptions = {}): Promise<App> {
+  const { config } = deps;
+  const app = Fastify({
+    logger:
+      opts.logger === false
+        ? false
+        : {
+            level: config.logLevel,
+            // Fastify's request serializer logs no headers; this guards any object that carries them.
+            redact: {
+              paths: [
+                'req.headers["x-api-key"]',
+                "req.headers.authorization",
+                "req.headers.cookie",
+                "*.client_secret",
+              ],
+              censor: "[redacted]",
+            },
+            ...opts.logger,
+          },
+    bodyLimit: config.bodyLimitBytes,
+    logController: new LogController({ requestIdLogLabel: "request_id" }),
+    requestIdHeader: false,
+    // A caller's X-Request-Id is kept when it is a plain token, so traces join up across services.
+    genReqId: (req) => {
+      const given = req.headers["x-request-id"];
+      return typeof given === "string" && REQUEST_ID.test(given) ? given : randomUUID();
+    },
+    ajv: { customOptions: { allErrors: true } },
+    routerOptions: { ignoreTrailingSlash: true },
+    forceCloseConnections: "idle",
+  }).withTypeProvider<TypeBoxTypeProvider>();
+
+  app.decorate("deps", deps);
+  // Only JSON bodies by default; routes that take other media types add their own parser.
+  app.removeContentTypeParser("text/plain");
+  registerValidation(app);
+  registerErrorHandling(app);
+  registerAuth(app, deps.db.orm);
+  const metrics = registerMetrics(app, deps.db);
+  app.addHook("onSend", async (request, reply) => {
+    reply.header("x-request-id", request.id);
+  });
+  await registerOpenApi(app, config.basePath);
+  await app.register(
+    async (scope) => {
+      await registerDocsUi(scope);
+      await routes(scope as App, { metrics });
+    },
+    { prefix: config.basePath },
+  );
+  return app as App;
+}

@@ -1,0 +1,97 @@
+import { ConfigError, loadConfig } from "../config.ts";
+import { addKeyToFile, loadKeyring } from "../crypto/master-key.ts";
+import { rotateSecrets } from "../crypto/rotate.ts";
+import { openDatabase } from "../db/client.ts";
+import { migrate } from "../db/migrate.ts";
+import { startServer } from "../server.ts";
+
+const USAGE = `Usage: slipway <command>
+
+Commands:
+  serve                 run the API server (what \`npm start\` runs)
+  migrate               apply pending database migrations and exit
+  keys rotate [--new]   re-encrypt every stored secret under the active master key;
+                        with --new (embedded key file only) first generate a new active key
+
+Configuration comes from the environment: see README.md.`;
+
+async function serve(): Promise<void> {
+  const server = await startServer(loadConfig());
+  let signalled = false;
+  const shutdown = (signal: string) => {
+    if (signalled) return;
+    signalled = true;
+    server.app.log.info({ signal }, "shutting down: finishing in-flight requests");
+    server.stop().then(
+      () => process.exit(0),
+      (err) => {
+        console.error(err);
+        process.exit(1);
+      },
+    );
+  };
+  process.on("SIGTERM", () => shutdown("SIGTERM"));
+  process.on("SIGINT", () => shutdown("SIGINT"));
+}
+
+async function migrateOnly(): Promise<void> {
+  const db = await openDatabase(loadConfig().database);
+  try {
+    const ran = await migrate(db);
+    console.log(ran.length ? `Applied: ${ran.join(", ")}` : "Database is up to date.");
+  } finally {
+    await db.close();
+  }
+}
+
+async function rotate(args: string[]): Promise<void> {
+  const config = loadConfig();
+  if (args.includes("--new")) {
+    if (config.masterKey) {
+      throw new ConfigError(
+        "--new works on the embedded key file; with SLIPWAY_MASTER_KEY set, put the new key there and the old one in SLIPWAY_PREVIOUS_MASTER_KEYS.",
+      );
+    }
+    addKeyToFile(config.dataDir);
+    console.log("Generated a new active master key; restart servers so they encrypt with it.");
+  }
+  const { keyring } = loadKeyring(config);
+  const db = await openDatabase(config.database);
+  try {
+    await migrate(db);
+    const results = await rotateSecrets(db.orm, keyring);
+    for (const r of results) console.log(`${r.table}.${r.column}: re-encrypted ${r.rewrapped}`);
+    console.log(`Every stored secret is now under key ${keyring.activeKid}.`);
+  } finally {
+    await db.close();
+  }
+}
+
+async function main(argv: string[]): Promise<void> {
+  const [command, ...rest] = argv;
+  switch (command) {
+    case "serve":
+      return serve();
+    case "migrate":
+      return migrateOnly();
+    case "keys":
+      if (rest[0] === "rotate") return rotate(rest.slice(1));
+      break;
+    case undefined:
+    case "help":
+    case "--help":
+      console.log(USAGE);
+      return;
+  }
+  console.error(USAGE);
+  process.exitCode = 2;
+}
+
+main(process.argv.slice(2)).catch((err) => {
+  if (err instanceof ConfigError) {
+    console.error(`Configuration error: ${err.message}`);
+  } else {
+    console.error(err instanceof Error ? (err.stack ?? err.message) : err);
+  }
+  process.exit(1);
+});

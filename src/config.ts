@@ -1,0 +1,169 @@
+import { resolve } from "node:path";
+
+/** Where the data lives: an embedded PGlite directory, in-memory PGlite, or a PostgreSQL server. */
+export type DatabaseTarget =
+  | { kind: "pglite"; dataDir: string }
+  | { kind: "pglite-memory" }
+  | { kind: "postgres"; url: string };
+
+export type LogLevel = "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
+
+export interface Config {
+  port: number;
+  host: string;
+  database: DatabaseTarget;
+  dataDir: string;
+  bootstrapApiKey: string | undefined;
+  /** base64 of 32 bytes; undefined means "use (or generate) the key file in the data dir". */
+  masterKey: string | undefined;
+  /** Keys that older ciphertexts may still be under; readable, never used to encrypt. */
+  previousMasterKeys: string[];
+  basePath: string;
+  logLevel: LogLevel;
+  /** Public URL of this server, used for links it hands out (upload URLs, OAuth callbacks). */
+  publicUrl: string;
+  bodyLimitBytes: number;
+  uploadLimitBytes: number;
+  localGitRoots: string[];
+  github: { appId: string | undefined; privateKey: string | undefined; apiUrl: string };
+  oauth: { allowInsecureLoopback: boolean; allowPlainPkce: boolean };
+  apps: { port: number; domain: string; databaseUrl: string | undefined; healthTimeoutMs: number };
+  reconciler: { enabled: boolean; pollMs: number; leaseMs: number };
+}
+
+export class ConfigError extends Error {}
+
+type Env = Record<string, string | undefined>;
+
+const LOG_LEVELS: readonly LogLevel[] = ["fatal", "error", "warn", "info", "debug", "trace", "silent"];
+
+function intVar(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === "") return fallback;
+  if (!/^\d+$/.test(raw)) throw new ConfigError(`${name} must be a whole number, got "${raw}".`);
+  const value = Number(raw);
+  if (value < min || value > max)
+    throw new ConfigError(`${name} must be between ${min} and ${max}, got ${value}.`);
+  return value;
+}
+
+function boolVar(env: Env, name: string, fallback: boolean): boolean {
+  const raw = env[name];
+  if (raw === undefined || raw === "") return fallback;
+  if (/^(1|true|yes|on)$/i.test(raw)) return true;
+  if (/^(0|false|no|off)$/i.test(raw)) return false;
+  throw new ConfigError(`${name} must be true or false, got "${raw}".`);
+}
+
+function masterKeyVar(name: string, raw: string): string {
+  const bytes = Buffer.from(raw, "base64");
+  if (bytes.length !== 32 || bytes.toString("base64").replace(/=+$/, "") !== raw.trim().replace(/=+$/, "")) {
+    throw new ConfigError(`${name} must be the base64 encoding of exactly 32 bytes.`);
+  }
+  return bytes.toString("base64");
+}
+
+function databaseVar(env: Env, dataDir: string): DatabaseTarget {
+  const raw = env.DATABASE_URL;
+  if (raw === undefined || raw === "") return { kind: "pglite", dataDir: resolve(dataDir, "db") };
+  if (raw === "memory://") return { kind: "pglite-memory" };
+  if (/^postgres(ql)?:\/\//.test(raw)) {
+    try {
+      new URL(raw);
+    } catch {
+      throw new ConfigError("DATABASE_URL is not a valid URL.");
+    }
+    return { kind: "postgres", url: raw };
+  }
+  throw new ConfigError(
+    'DATABASE_URL must be "memory://" or a postgres:// URL (unset for the embedded database).',
+  );
+}
+
+function basePathVar(raw: string | undefined): string {
+  if (raw === undefined || raw === "" || raw === "/") return "";
+  const trimmed = `/${raw.replace(/^\/+|\/+$/g, "")}`;
+  if (!/^(\/[A-Za-z0-9._~-]+)+$/.test(trimmed)) {
+    throw new ConfigError(`SLIPWAY_BASE_PATH must be a URL path such as /api, got "${raw}".`);
+  }
+  return trimmed;
+}
+
+/** Parses the whole configuration once; any bad variable stops start-up with a sentence naming it. */
+export function loadConfig(env: Env = process.env): Config {
+  const dataDir = resolve(env.SLIPWAY_DATA_DIR || "./.slipway");
+  const port = intVar(env, "PORT", 8080, 0, 65535);
+  const host = env.HOST || "127.0.0.1";
+  const logLevel = (env.LOG_LEVEL || "info").toLowerCase() as LogLevel;
+  if (!LOG_LEVELS.includes(logLevel)) {
+    throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(", ")}, got "${env.LOG_LEVEL}".`);
+  }
+  const bootstrapApiKey = env.SLIPWAY_BOOTSTRAP_API_KEY || undefined;
+  if (bootstrapApiKey !== undefined && !/^[A-Za-z0-9_\-.]{16,200}$/.test(bootstrapApiKey)) {
+    throw new ConfigError(
+      "SLIPWAY_BOOTSTRAP_API_KEY must be 16 to 200 characters of letters, digits, '_', '-' or '.'.",
+    );
+  }
+  const masterKey = env.SLIPWAY_MASTER_KEY
+    ? masterKeyVar("SLIPWAY_MASTER_KEY", env.SLIPWAY_MASTER_KEY)
+    : undefined;
+  const previousMasterKeys = (env.SLIPWAY_PREVIOUS_MASTER_KEYS || "")
+    .split(",")
+    .map((s) => s.trim())
+    .filter(Boolean)
+    .map((k) => masterKeyVar("SLIPWAY_PREVIOUS_MASTER_KEYS", k));
+  const basePath = basePathVar(env.SLIPWAY_BASE_PATH);
+  const publicUrl = (
+    env.SLIPWAY_PUBLIC_URL || `http://${host.includes(":") ? `[${host}]` : host}:${port}`
+  ).replace(/\/+$/, "");
+  try {
+    new URL(publicUrl);
+  } catch {
+    throw new ConfigError("SLIPWAY_PUBLIC_URL must be an absolute URL.");
+  }
+  const githubKey = env.SLIPWAY_GITHUB_PRIVATE_KEY?.replace(/\\n/g, "\n") || undefined;
+  return {
+    port,
+    host,
+    database: databaseVar(env, dataDir),
+    dataDir,
+    bootstrapApiKey,
+    masterKey,
+    previousMasterKeys,
+    basePath,
+    logLevel,
+    publicUrl,
+    bodyLimitBytes: intVar(env, "SLIPWAY_BODY_LIMIT_BYTES", 1024 * 1024, 1024, 64 * 1024 * 1024),
+    uploadLimitBytes: intVar(
+      env,
+      "SLIPWAY_UPLOAD_LIMIT_BYTES",
+      100 * 1024 * 1024,
+      1024,
+      4 * 1024 * 1024 * 1024,
+    ),
+    localGitRoots: (env.SLIPWAY_LOCAL_GIT_ROOTS || "")
+      .split(":")
+      .filter(Boolean)
+      .map((p) => resolve(p)),
+    github: {
+      appId: env.SLIPWAY_GITHUB_APP_ID || undefined,
+      privateKey: githubKey,
+      apiUrl: (env.SLIPWAY_GITHUB_API_URL || "https://api.github.com").replace(/\/+$/, ""),
+    },
+    oauth: {
+      allowInsecureLoopback: boolVar(env, "SLIPWAY_OAUTH_ALLOW_INSECURE_LOOPBACK", false),
+      allowPlainPkce: boolVar(env, "SLIPWAY_OAUTH_ALLOW_PLAIN_PKCE", false),
+    },
+    apps: {
+      port: intVar(env, "SLIPWAY_APPS_PORT", 8081, 0, 65535),
+      domain: env.SLIPWAY_APPS_DOMAIN || "localhost",
+      databaseUrl: env.SLIPWAY_APPS_DATABASE_URL || undefined,
+      healthTimeoutMs: intVar(env, "SLIPWAY_HEALTH_TIMEOUT_MS", 30_000, 100, 600_000),
+    },
+    reconciler: {
+      enabled: boolVar(env, "SLIPWAY_RECONCILER", true),
+      pollMs: intVar(env, "SLIPWAY_RECONCILER_POLL_MS", 2000, 10, 600_000),
+      leaseMs: intVar(env, "SLIPWAY_RECONCILER_LEASE_MS", 30_000, 100, 3_600_000),
+    },
+  };
+}

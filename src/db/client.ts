@@ -1,0 +1,184 @@
+import { mkdirSync } from "node:fs";
+import { PGlite } from "@electric-sql/pglite";
+import { pg_trgm } from "@electric-sql/pglite/contrib/pg_trgm";
+import type { SQL } from "drizzle-orm";
+import { drizzle as drizzlePg } from "drizzle-orm/node-postgres";
+import type { PgDatabase, PgQueryResultHKT, PgTransaction } from "drizzle-orm/pg-core";
+import { drizzle as drizzlePglite } from "drizzle-orm/pglite";
+import pg from "pg";
+import type { DatabaseTarget } from "../config.ts";
+import * as schema from "./schema/index.ts";
+
+export type Schema = typeof schema;
+/** The one ORM type services use, whichever driver is underneath. */
+export type Orm = PgDatabase<PgQueryResultHKT, Schema>;
+export type Tx = PgTransaction<PgQueryResultHKT, Schema>;
+/** Either the database or an open transaction: services accept this so callers can compose them. */
+export type Executor = Orm | Tx;
+
+export interface PoolStats {
+  total: number;
+  idle: number;
+  waiting: number;
+}
+
+export interface LockedConnection {
+  exec(script: string): Promise<void>;
+  query<T>(text: string, params?: unknown[]): Promise<T[]>;
+}
+
+export interface Database {
+  readonly kind: "pglite" | "postgres";
+  readonly orm: Orm;
+  /** Runs a multi-statement script (migrations). */
+  exec(script: string): Promise<void>;
+  /** Runs fn on one connection while it holds a session-level advisory lock. */
+  withAdvisoryLock<T>(key: number, fn: (conn: LockedConnection) => Promise<T>): Promise<T>;
+  /** Subscribes to NOTIFY on a channel; returns the unsubscribe function. */
+  listen(channel: string, handler: (payload: string) => void): Promise<() => Promise<void>>;
+  notify(channel: string, payload: string): Promise<void>;
+  ping(): Promise<void>;
+  stats(): PoolStats;
+  close(): Promise<void>;
+}
+
+/** Typed rows of a raw query through the ORM, identical on both drivers. */
+export async function rows<T>(exec: Executor, query: SQL): Promise<T[]> {
+  const result = (await exec.execute(query)) as unknown as { rows: T[] };
+  return result.rows;
+}
+
+const CHANNEL = /^[a-z_][a-z0-9_]{0,62}$/;
+
+function checkChannel(channel: string): string {
+  if (!CHANNEL.test(channel)) throw new Error(`invalid channel name ${channel}`);
+  return channel;
+}
+
+async function openPglite(
+  target: Extract<DatabaseTarget, { kind: "pglite" | "pglite-memory" }>,
+): Promise<Database> {
+  if (target.kind === "pglite") mkdirSync(target.dataDir, { recursive: true });
+  // PGlite.create (not the constructor) so that the extension bundle is loaded before first use.
+  const client = await PGlite.create(target.kind === "pglite" ? target.dataDir : undefined, {
+    extensions: { pg_trgm },
+  });
+  const orm = drizzlePglite({ client, schema }) as unknown as Orm;
+  let closed = false;
+  return {
+    kind: "pglite",
+    orm,
+    exec: async (script) => {
+      await client.exec(script);
+    },
+    // One process owns a PGlite directory, so the lock is uncontended; it is still taken so the
+    // code path above the driver is the same.
+    withAdvisoryLock: async (key, fn) => {
+      await client.query("SELECT pg_advisory_lock($1)", [key]);
+      try {
+        return await fn({
+          exec: async (script) => {
+            await client.exec(script);
+          },
+          query: async <T>(text: string, params?: unknown[]) => (await client.query<T>(text, params)).rows,
+        });
+      } finally {
+        await client.query("SELECT pg_advisory_unlock($1)", [key]);
+      }
+    },
+    listen: async (channel, handler) => client.listen(checkChannel(channel), handler),
+    notify: async (channel, payload) => {
+      await client.query("SELECT pg_notify($1, $2)", [checkChannel(channel), payload]);
+    },
+    ping: async () => {
+      if (closed) throw new Error("database closed");
+      await client.query("SELECT 1");
+    },
+    stats: () => ({ total: 1, idle: 1, waiting: 0 }),
+    close: async () => {
+      if (closed) return;
+      closed = true;
+      await client.close();
+    },
+  };
+}
+
+function openPostgres(url: string, poolSize: number): Database {
+  const pool = new pg.Pool({ connectionString: url, max: poolSize, idleTimeoutMillis: 30_000 });
+  // An idle client's error (server restart) must not crash the process; the pool replaces it.
+  pool.on("error", () => {});
+  const orm = drizzlePg({ client: pool, schema }) as unknown as Orm;
+  let listener: pg.Client | undefined;
+  const handlers = new Map<string, Set<(payload: string) => void>>();
+  async function listenerClient(): Promise<pg.Client> {
+    if (listener) return listener;
+    const client = new pg.Client({ connectionString: url });
+    client.on("error", () => {});
+    client.on("notification", (msg) => {
+      for (const h of handlers.get(msg.channel) ?? []) h(msg.payload ?? "");
+    });
+    await client.connect();
+    listener = client;
+    return client;
+  }
+  return {
+    kind: "postgres",
+    orm,
+    exec: async (script) => {
+      await pool.query(script);
+    },
+    withAdvisoryLock: async (key, fn) => {
+      const client = await pool.connect();
+      try {
+        await client.query("SELECT pg_advisory_lock($1)", [key]);
+        try {
+          return await fn({
+            exec: async (script) => {
+              await client.query(script);
+            },
+            query: async <T>(text: string, params?: unknown[]) =>
+              (await client.query(text, params)).rows as T[],
+          });
+        } finally {
+          await client.query("SELECT pg_advisory_unlock($1)", [key]);
+        }
+      } finally {
+        client.release();
+      }
+    },
+    listen: async (channel, handler) => {
+      const name = checkChannel(channel);
+      const client = await listenerClient();
+      let set = handlers.get(name);
+      if (!set) {
+        set = new Set();
+        handlers.set(name, set);
+        await client.query(`LISTEN ${name}`);
+      }
+      set.add(handler);
+      return async () => {
+        set.delete(handler);
+      };
+    },
+    notify: async (channel, payload) => {
+      await pool.query("SELECT pg_notify($1, $2)", [checkChannel(channel), payload]);
+    },
+    ping: async () => {
+      await pool.query("SELECT 1");
+    },
+    stats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
+    close: async () => {
+      if (listener) await listener.end().catch(() => {});
+      listener = undefined;
+      await pool.end();
+    },
+  };
+}
+
+export async function openDatabase(
+  target: DatabaseTarget,
+  opts: { poolSize?: number } = {},
+): Promise<Database> {
+  if (target.kind === "postgres") return openPostgres(target.url, opts.poolSize ?? 10);
+  return openPglite(target);
+}

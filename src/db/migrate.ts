@@ -1,0 +1,45 @@
+import { readdirSync, readFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import type { Database } from "./client.ts";
+
+const MIGRATIONS_DIR = join(dirname(fileURLToPath(import.meta.url)), "migrations");
+/** Advisory-lock key for migrations: two processes starting at once apply them one after the other. */
+const MIGRATION_LOCK = 0x51177a7;
+
+export interface Migration {
+  name: string;
+  sql: string;
+}
+
+export function listMigrations(dir = MIGRATIONS_DIR): Migration[] {
+  return readdirSync(dir)
+    .filter((f) => /^\d{4}_[a-z0-9_]+\.sql$/.test(f))
+    .sort()
+    .map((name) => ({ name, sql: readFileSync(join(dir, name), "utf8") }));
+}
+
+/** Applies pending migrations, each in its own transaction, under an advisory lock. Returns the names applied. */
+export async function migrate(db: Database, migrations = listMigrations()): Promise<string[]> {
+  return db.withAdvisoryLock(MIGRATION_LOCK, async (conn) => {
+    await conn.exec(
+      "CREATE TABLE IF NOT EXISTS schema_migrations (name text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())",
+    );
+    const done = await conn.query<{ name: string }>("SELECT name FROM schema_migrations");
+    const applied = new Set(done.map((r) => r.name));
+    const ran: string[] = [];
+    for (const m of migrations) {
+      if (applied.has(m.name)) continue;
+      try {
+        await conn.exec(
+          `BEGIN;\n${m.sql}\n;\nINSERT INTO schema_migrations (name) VALUES ('${m.name}');\nCOMMIT;`,
+        );
+      } catch (err) {
+        await conn.exec("ROLLBACK").catch(() => {});
+        throw new Error(`migration ${m.name} failed: ${(err as Error).message}`);
+      }
+      ran.push(m.name);
+    }
+    return ran;
+  });
+}

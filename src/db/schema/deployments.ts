@@ -1,0 +1,114 @@
+import { boolean, integer, jsonb, pgTable, primaryKey, text, timestamp, uuid } from "drizzle-orm/pg-core";
+import { organizations, workspaces } from "./identity.ts";
+
+const ts = (name: string) => timestamp(name, { withTimezone: true });
+
+export const deployments = pgTable("deployments", {
+  id: uuid("id").primaryKey().defaultRandom(),
+  organizationId: uuid("organization_id")
+    .notNull()
+    .references(() => organizations.id),
+  workspaceId: uuid("workspace_id")
+    .notNull()
+    .references(() => workspaces.id),
+  name: text("name").notNull(),
+  source: text("source").notNull(),
+  deploymentType: text("deployment_type").notNull().default("dev"),
+  sourceConfig: jsonb("source_config").$type<Record<string, unknown>>().notNull().default({}),
+  imageVersion: text("image_version"),
+  status: text("status").notNull().default("AWAITING_DATABASE"),
+  remoteReconciled: boolean("remote_reconciled").notNull().default(false),
+  latestRevisionId: uuid("latest_revision_id"),
+  activeRevisionId: uuid("active_revision_id"),
+  databaseName: text("database_name"),
+  revisionCount: integer("revision_count").notNull().default(0),
+  createdAt: ts("created_at").notNull().defaultNow(),
+  updatedAt: ts("updated_at").notNull().defaultNow(),
+});
+
+export interface StatusChange {
+  status: string;
+  at: string;
+  message?: string;
+}
+
+export const revisions = pgTable("revisions", {
+  id: uuid("id").primaryKey().defaultRandom(),
+  deploymentId: uuid("deployment_id")
+    .notNull()
+    .references(() => deployments.id),
+  seq: integer("seq").notNull(),
+  status: text("status").notNull(),
+  source: text("source").notNull(),
+  sourceRevisionConfig: jsonb("source_revision_config")
+    .$type<Record<string, unknown>>()
+    .notNull()
+    .default({}),
+  resourceSpec: jsonb("resource_spec").$type<Record<string, unknown> | null>(),
+  secretReferences: jsonb("secret_references").$type<Record<string, unknown>[] | null>(),
+  buildConfig: jsonb("build_config").$type<Record<string, unknown>>().notNull().default({}),
+  statusHistory: jsonb("status_history").$type<StatusChange[]>().notNull().default([]),
+  statusMessage: text("status_message"),
+  interruptRequested: boolean("interrupt_requested").notNull().default(false),
+  leaseOwner: text("lease_owner"),
+  leaseExpiresAt: ts("lease_expires_at"),
+  createdAt: ts("created_at").notNull().defaultNow(),
+  updatedAt: ts("updated_at").notNull().defaultNow(),
+});
+
+export const revisionSecrets = pgTable("revision_secrets", {
+  id: uuid("id").primaryKey().defaultRandom(),
+  revisionId: uuid("revision_id")
+    .notNull()
+    .references(() => revisions.id),
+  name: text("name").notNull(),
+  valueEnc: text("value_enc").notNull(),
+  position: integer("position").notNull(),
+});
+
+export const tracingProjects = pgTable("tracing_projects", {
+  id: uuid("id").primaryKey().defaultRandom(),
+  workspaceId: uuid("workspace_id")
+    .notNull()
+    .references(() => workspaces.id),
+  name: text("name").notNull(),
+  deploymentId: uuid("deployment_id"),
+  createdAt: ts("created_at").notNull().defaultNow(),
+});
+
+export const tagKeys = pgTable("tag_keys", {
+  id: uuid("id").primaryKey().defaultRandom(),
+  workspaceId: uuid("workspace_id").notNull(),
+  key: text("key").notNull(),
+  createdAt: ts("created_at").notNull().defaultNow(),
+});
+
+export const tagValues = pgTable("tag_values", {
+  id: uuid("id").primaryKey().defaultRandom(),
+  tagKeyId: uuid("tag_key_id").notNull(),
+  value: text("value").notNull(),
+  createdAt: ts("created_at").notNull().defaultNow(),
+});
+
+export const deploymentTags = pgTable(
+  "deployment_tags",
+  {
+    deploymentId: uuid("deployment_id").notNull(),
+    tagValueId: uuid("tag_value_id").notNull(),
+    createdAt: ts("created_at").notNull().defaultNow(),
+  },
+  (t) => [primaryKey({ columns: [t.deploymentId, t.tagValueId] })],
+);
+
+export const idempotencyKeys = pgTable(
+  "idempotency_keys",
+  {
+    workspaceId: uuid("workspace_id").notNull(),
+    key: text("key").notNull(),
+    requestHash: text("request_hash").notNull(),
+    statusCode: integer("status_code"),
+    response: jsonb("response"),
+    createdAt: ts("created_at").notNull().defaultNow(),
+  },
+  (t) => [primaryKey({ columns: [t.workspaceId, t.key] })],
+);

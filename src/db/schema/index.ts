@@ -1,0 +1,4 @@
+// Every table the ORM knows; each area keeps its tables in its own file.
+
+export * from "./deployments.ts";
+export * from "./identity.ts";

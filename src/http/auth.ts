@@ -1,0 +1,156 @@
+import { sql } from "drizzle-orm";
+import type { FastifyInstance, FastifyRequest } from "fastify";
+import { type Orm, rows } from "../db/client.ts";
+import type { Role } from "../db/schema/identity.ts";
+import { hashApiKey } from "../resources/api-keys/key-material.ts";
+import { forbidden, unauthorized } from "./errors.ts";
+
+/** Who is calling, resolved once per request by the auth hook. */
+export interface Principal {
+  keyId: string;
+  organizationId: string;
+  role: Role;
+  isSystem: boolean;
+  /** The workspace the key is bound to, if any. */
+  boundWorkspaceId: string | null;
+  /** The workspace this request acts in, or null with the reason in `tenantError`. */
+  workspaceId: string | null;
+  tenantError: string | null;
+}
+
+/** Per-route access rules, declared in the route's `config.auth`. */
+export interface RouteAuth {
+  /** No API key needed (health, docs, OAuth browser callbacks, signed uploads). */
+  public?: boolean;
+  /** Lowest role allowed; default `viewer` for reads and `member` for writes. */
+  role?: Role;
+  /** Only install-wide system keys. */
+  system?: boolean;
+}
+
+declare module "fastify" {
+  interface FastifyRequest {
+    principal: Principal | null;
+  }
+  interface FastifyContextConfig {
+    auth?: RouteAuth;
+  }
+}
+
+const RANK: Record<Role, number> = { viewer: 0, member: 1, admin: 2 };
+const READ_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+export function apiKeyOf(request: FastifyRequest): string | undefined {
+  const header = request.headers["x-api-key"];
+  if (typeof header === "string" && header !== "") return header;
+  const authz = request.headers.authorization;
+  if (typeof authz === "string") {
+    const m = /^Bearer\s+(\S+)$/i.exec(authz);
+    if (m) return m[1];
+  }
+  return undefined;
+}
+
+interface KeyRow {
+  id: string;
+  organization_id: string;
+  workspace_id: string | null;
+  role: Role;
+  is_system: boolean;
+  revoked: boolean;
+  default_workspace_id: string | null;
+  requested_workspace: string | null;
+}
+
+/** One query: the key, its organization's default workspace, and whether X-Tenant-Id is one of its workspaces. */
+async function lookup(orm: Orm, keyHash: string, tenant: string | null): Promise<KeyRow | undefined> {
+  const [row] = await rows<KeyRow>(
+    orm,
+    sql`SELECT k.id, k.organization_id, k.workspace_id, k.role, k.is_system,
+               (k.revoked_at IS NOT NULL) AS revoked, o.default_workspace_id,
+               (SELECT w.id FROM workspaces w WHERE w.id = ${tenant}::uuid AND w.organization_id = k.organization_id)
+                 AS requested_workspace
+          FROM api_keys k JOIN organizations o ON o.id = k.organization_id
+         WHERE k.key_hash = ${keyHash}`,
+  );
+  return row;
+}
+
+function resolveTenant(
+  row: KeyRow,
+  header: string | undefined,
+): Pick<Principal, "workspaceId" | "tenantError"> {
+  if (header !== undefined) {
+    if (row.workspace_id !== null && header.toLowerCase() !== row.workspace_id) {
+      return {
+        workspaceId: null,
+        tenantError: "This API key is bound to another workspace than X-Tenant-Id.",
+      };
+    }
+    if (row.requested_workspace === null) {
+      return {
+        workspaceId: null,
+        tenantError: "X-Tenant-Id is not a workspace of this API key's organization.",
+      };
+    }
+    return { workspaceId: row.requested_workspace, tenantError: null };
+  }
+  const ws = row.workspace_id ?? row.default_workspace_id;
+  if (ws === null) {
+    return {
+      workspaceId: null,
+      tenantError: "This request requires workspace specification: send X-Tenant-Id.",
+    };
+  }
+  return { workspaceId: ws, tenantError: null };
+}
+
+/** Authenticates every non-public route before its body is read; role rules follow the route config. */
+export function registerAuth(app: FastifyInstance, orm: Orm): void {
+  app.decorateRequest("principal", null);
+  app.addHook("onRequest", async (request) => {
+    const rules = request.routeOptions.config?.auth;
+    if (rules?.public || request.routeOptions.url === undefined) return;
+    const key = apiKeyOf(request);
+    if (key === undefined) throw unauthorized("Missing API key: send X-Api-Key.");
+    const rawTenant = request.headers["x-tenant-id"];
+    const tenantHeader = typeof rawTenant === "string" && rawTenant !== "" ? rawTenant : undefined;
+    const row = await lookup(
+      orm,
+      hashApiKey(key),
+      tenantHeader && UUID.test(tenantHeader) ? tenantHeader : null,
+    );
+    if (!row || row.revoked) throw unauthorized("Invalid or revoked API key.");
+    const tenant = resolveTenant(row, tenantHeader);
+    // A tenant the key cannot use is refused on every route, so a typo never silently falls back.
+    if (tenantHeader !== undefined && tenant.tenantError) throw forbidden(tenant.tenantError);
+    request.principal = {
+      keyId: row.id,
+      organizationId: row.organization_id,
+      role: row.role,
+      isSystem: row.is_system,
+      boundWorkspaceId: row.workspace_id,
+      ...tenant,
+    };
+    if (rules?.system && !row.is_system) throw forbidden("This operation needs a system API key.");
+    const needed: Role = rules?.role ?? (READ_METHODS.has(request.method) ? "viewer" : "member");
+    if (RANK[row.role] < RANK[needed]) {
+      throw forbidden(`This operation needs the ${needed} role; this API key is ${row.role}.`);
+    }
+  });
+}
+
+/** The caller, on a route that is not public. */
+export function principalOf(request: FastifyRequest): Principal {
+  if (!request.principal) throw unauthorized("Missing API key: send X-Api-Key.");
+  return request.principal;
+}
+
+/** The workspace the request acts in; 403 when none can be resolved. */
+export function workspaceOf(request: FastifyRequest): { organizationId: string; workspaceId: string } {
+  const p = principalOf(request);
+  if (p.workspaceId === null)
+    throw forbidden(p.tenantError ?? "This request requires workspace specification.");
+  return { organizationId: p.organizationId, workspaceId: p.workspaceId };
+}

@@ -1,0 +1,137 @@
+import { type Static, Type } from "@sinclair/typebox";
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+
+/** One entry of a 422 body, FastAPI style: where (`loc`), what (`msg`), and a machine `type`. */
+export const ValidationItem = Type.Object({
+  loc: Type.Array(Type.Union([Type.String(), Type.Integer()])),
+  msg: Type.String(),
+  type: Type.String(),
+});
+export type ValidationItem = Static<typeof ValidationItem>;
+
+export const ErrorBody = Type.Object(
+  { detail: Type.Union([Type.String(), Type.Array(ValidationItem)]) },
+  { $id: "Error", description: "`detail` is a sentence, or for 422 a list of field errors." },
+);
+
+/** An error that is the caller's to fix (4xx) or a fault we name on purpose (502/503). */
+export class HttpError extends Error {
+  constructor(
+    readonly statusCode: number,
+    message: string,
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(message);
+  }
+}
+
+export class ValidationFailed extends HttpError {
+  constructor(readonly items: ValidationItem[]) {
+    super(422, items.map((i) => `${i.loc.join(".")}: ${i.msg}`).join("; "));
+  }
+}
+
+export const badRequest = (msg: string) => new HttpError(400, msg);
+export const unauthorized = (msg: string) =>
+  new HttpError(401, msg, { "www-authenticate": 'ApiKey header="X-Api-Key"' });
+export const forbidden = (msg: string) => new HttpError(403, msg);
+export const notFound = (msg: string) => new HttpError(404, msg);
+export const conflict = (msg: string) => new HttpError(409, msg);
+export const preconditionFailed = (msg: string) => new HttpError(412, msg);
+export const badGateway = (msg: string) => new HttpError(502, msg);
+
+/** A 422 for one field; `loc` starts with the request part: "body", "query", "path", "header". */
+export function invalid(loc: (string | number)[], msg: string, type = "value_error"): ValidationFailed {
+  return new ValidationFailed([{ loc, msg, type }]);
+}
+
+const PART: Record<string, string> = {
+  body: "body",
+  querystring: "query",
+  params: "path",
+  headers: "header",
+};
+
+interface AjvError {
+  keyword: string;
+  instancePath: string;
+  message?: string;
+  params: Record<string, unknown>;
+}
+
+function ajvToItems(context: string | undefined, errors: AjvError[]): ValidationItem[] {
+  const part = PART[context ?? "body"] ?? "body";
+  const seen = new Set<string>();
+  const items: ValidationItem[] = [];
+  // anyOf failures restate their branches' errors; the branches say more.
+  const useful = errors.some((e) => e.keyword !== "anyOf")
+    ? errors.filter((e) => e.keyword !== "anyOf")
+    : errors;
+  for (const e of useful) {
+    const loc: (string | number)[] = [part];
+    for (const seg of e.instancePath.split("/").slice(1)) {
+      const key = seg.replace(/~1/g, "/").replace(/~0/g, "~");
+      loc.push(/^\d+$/.test(key) ? Number(key) : key);
+    }
+    let msg = e.message ?? "is invalid";
+    let type = e.keyword;
+    if (e.keyword === "required") {
+      loc.push(String(e.params.missingProperty));
+      msg = "Field required";
+      type = "missing";
+    } else if (e.keyword === "additionalProperties") {
+      loc.push(String(e.params.additionalProperty));
+      msg = "Extra field not permitted";
+      type = "extra_forbidden";
+    } else if (e.keyword === "enum") {
+      msg = `must be one of: ${(e.params.allowedValues as unknown[]).join(", ")}`;
+    }
+    const key = `${JSON.stringify(loc)}|${msg}`;
+    if (seen.has(key)) continue;
+    seen.add(key);
+    items.push({ loc, msg, type });
+  }
+  return items;
+}
+
+/** Maps every error to `{detail}` with the right status; faults are logged and never leak. */
+export function registerErrorHandling(app: FastifyInstance): void {
+  app.setErrorHandler(
+    (error: FastifyError | HttpError | Error, request: FastifyRequest, reply: FastifyReply) => {
+      if (error instanceof ValidationFailed) {
+        return reply.code(422).send({ detail: error.items });
+      }
+      if (error instanceof HttpError) {
+        for (const [k, v] of Object.entries(error.headers)) reply.header(k, v);
+        if (error.statusCode >= 500) request.log.warn({ err: error }, "upstream or availability error");
+        return reply.code(error.statusCode).send({ detail: error.message });
+      }
+      const fe = error as FastifyError;
+      if (fe.validation) {
+        return reply
+          .code(422)
+          .send({ detail: ajvToItems(fe.validationContext, fe.validation as AjvError[]) });
+      }
+      const status = fe.statusCode ?? 500;
+      if (status >= 400 && status < 500) {
+        const detail = CLIENT_ERRORS[fe.code ?? ""] ?? fe.message;
+        return reply.code(status).send({ detail });
+      }
+      request.log.error({ err: error }, "unhandled error");
+      return reply.code(500).send({ detail: "Internal server error" });
+    },
+  );
+
+  app.setNotFoundHandler((request, reply) => {
+    reply.code(404).send({ detail: `No route for ${request.method} ${request.url.split("?")[0]}` });
+  });
+}
+
+/** Fastify's own 4xx errors, in words a client can act on. */
+const CLIENT_ERRORS: Record<string, string> = {
+  FST_ERR_CTP_BODY_TOO_LARGE: "Request body is larger than the limit.",
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: "Unsupported Content-Type: send application/json.",
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: "Content-Length does not match the body.",
+  FST_ERR_CTP_EMPTY_JSON_BODY: "Body is empty but Content-Type is application/json.",
+  FST_ERR_CTP_INVALID_JSON_BODY: "Body is not valid JSON.",
+};

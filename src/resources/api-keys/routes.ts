@@ -1,0 +1,48 @@
+import { Type } from "@sinclair/typebox";
+import { principalOf } from "../../http/auth.ts";
+import { IdParams } from "../../http/schemas.ts";
+import type { App } from "../../http/types.ts";
+import { ApiKey, ApiKeyCreated, CreateApiKeyBody } from "./schema.ts";
+import { createApiKey, listApiKeys, revokeApiKey } from "./service.ts";
+
+const admin = { auth: { role: "admin" as const } };
+const tags = ["api-keys"];
+
+export async function apiKeyRoutes(app: App): Promise<void> {
+  const orm = app.deps.db.orm;
+
+  app.get(
+    "/v1/api-keys",
+    {
+      config: admin,
+      schema: { tags, summary: "List the organization's API keys", response: { 200: Type.Array(ApiKey) } },
+    },
+    async (request) => listApiKeys(orm, principalOf(request)),
+  );
+
+  app.post(
+    "/v1/api-keys",
+    {
+      config: admin,
+      schema: {
+        tags,
+        summary: "Create an API key (its value is shown once)",
+        body: CreateApiKeyBody,
+        response: { 201: ApiKeyCreated },
+      },
+    },
+    async (request, reply) => {
+      const created = await createApiKey(orm, principalOf(request), request.body);
+      return reply.code(201).send(created);
+    },
+  );
+
+  app.delete(
+    "/v1/api-keys/:id",
+    {
+      config: admin,
+      schema: { tags, summary: "Revoke an API key", params: IdParams, response: { 200: ApiKey } },
+    },
+    async (request) => revokeApiKey(orm, principalOf(request), request.params.id),
+  );
+}

@@ -1,0 +1,115 @@
+import { and, asc, eq } from "drizzle-orm";
+import type { Executor } from "../../db/client.ts";
+import { apiKeys, type Role, workspaces } from "../../db/schema/identity.ts";
+import { forbidden, invalid, notFound } from "../../http/errors.ts";
+import { iso } from "../../http/schemas.ts";
+import { displayPrefix, generateApiKey, hashApiKey } from "./key-material.ts";
+import type { ApiKey, ApiKeyCreated } from "./schema.ts";
+
+type Row = typeof apiKeys.$inferSelect;
+
+export function toApiKey(row: Row): ApiKey {
+  return {
+    id: row.id,
+    organization_id: row.organizationId,
+    workspace_id: row.workspaceId,
+    role: row.role,
+    is_system: row.isSystem,
+    description: row.description,
+    prefix: row.prefix,
+    created_at: iso(row.createdAt),
+    revoked_at: iso(row.revokedAt),
+  };
+}
+
+export interface NewKey {
+  organizationId: string;
+  role: Role;
+  workspaceId?: string | null;
+  description?: string;
+  isSystem?: boolean;
+  /** A chosen key value (bootstrap); otherwise one is generated. */
+  key?: string;
+}
+
+/** Inserts a key and returns it with its value, the only time the value is seen. */
+export async function insertApiKey(exec: Executor, input: NewKey): Promise<ApiKeyCreated> {
+  const key = input.key ?? generateApiKey();
+  const [row] = await exec
+    .insert(apiKeys)
+    .values({
+      organizationId: input.organizationId,
+      workspaceId: input.workspaceId ?? null,
+      role: input.role,
+      isSystem: input.isSystem ?? false,
+      description: input.description ?? "",
+      prefix: displayPrefix(key),
+      keyHash: hashApiKey(key),
+    })
+    .returning();
+  return { ...toApiKey(row as Row), key };
+}
+
+export interface Caller {
+  organizationId: string;
+  boundWorkspaceId: string | null;
+}
+
+/** Creates a key for the caller's organization; a workspace-bound caller can only mint keys bound to its workspace. */
+export async function createApiKey(
+  exec: Executor,
+  caller: Caller,
+  body: { role: Role; description?: string; workspace_id?: string | null },
+): Promise<ApiKeyCreated> {
+  const workspaceId = body.workspace_id ?? caller.boundWorkspaceId;
+  if (caller.boundWorkspaceId !== null && workspaceId !== caller.boundWorkspaceId) {
+    throw forbidden("A workspace-bound API key can only create keys bound to the same workspace.");
+  }
+  if (workspaceId !== null) {
+    const [ws] = await exec
+      .select({ id: workspaces.id })
+      .from(workspaces)
+      .where(and(eq(workspaces.id, workspaceId), eq(workspaces.organizationId, caller.organizationId)));
+    if (!ws) throw invalid(["body", "workspace_id"], "Not a workspace of this organization.");
+  }
+  return insertApiKey(exec, {
+    organizationId: caller.organizationId,
+    role: body.role,
+    workspaceId,
+    description: body.description ?? "",
+  });
+}
+
+export async function listApiKeys(exec: Executor, caller: Caller): Promise<ApiKey[]> {
+  const scope =
+    caller.boundWorkspaceId === null
+      ? eq(apiKeys.organizationId, caller.organizationId)
+      : and(
+          eq(apiKeys.organizationId, caller.organizationId),
+          eq(apiKeys.workspaceId, caller.boundWorkspaceId),
+        );
+  const list = await exec
+    .select()
+    .from(apiKeys)
+    .where(scope)
+    .orderBy(asc(apiKeys.createdAt), asc(apiKeys.id));
+  return list.map(toApiKey);
+}
+
+/** Revokes at once: the next request with the key is a 401. Revoking twice keeps the first time. */
+export async function revokeApiKey(exec: Executor, caller: Caller, id: string): Promise<ApiKey> {
+  const [row] = await exec
+    .select()
+    .from(apiKeys)
+    .where(and(eq(apiKeys.id, id), eq(apiKeys.organizationId, caller.organizationId)));
+  if (!row || (caller.boundWorkspaceId !== null && row.workspaceId !== caller.boundWorkspaceId)) {
+    throw notFound("API key not found.");
+  }
+  if (row.revokedAt) return toApiKey(row);
+  const [updated] = await exec
+    .update(apiKeys)
+    .set({ revokedAt: new Date() })
+    .where(eq(apiKeys.id, id))
+    .returning();
+  return toApiKey(updated as Row);
+}

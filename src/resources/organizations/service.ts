@@ -1,0 +1,67 @@
+import { asc, eq } from "drizzle-orm";
+import type { Executor, Orm } from "../../db/client.ts";
+import { isUniqueViolation } from "../../db/errors.ts";
+import { organizations } from "../../db/schema/identity.ts";
+import { conflict } from "../../http/errors.ts";
+import { iso } from "../../http/schemas.ts";
+import { insertApiKey } from "../api-keys/service.ts";
+import { insertWorkspace } from "../workspaces/service.ts";
+import type { Organization, OrganizationCreated } from "./schema.ts";
+
+type Row = typeof organizations.$inferSelect;
+
+export function toOrganization(row: Row): Organization {
+  return {
+    id: row.id,
+    name: row.name,
+    created_at: iso(row.createdAt),
+    default_workspace_id: row.defaultWorkspaceId,
+  };
+}
+
+export interface NewOrganization {
+  name: string;
+  /** The first key's value, when the caller chooses it (bootstrap). */
+  key?: string;
+  isSystem?: boolean;
+}
+
+/** An organization with its `default` workspace and a first admin key, in one transaction. */
+export async function createOrganization(orm: Orm, input: NewOrganization): Promise<OrganizationCreated> {
+  try {
+    return await orm.transaction(async (tx) => {
+      const [org] = await tx.insert(organizations).values({ name: input.name }).returning();
+      const created = org as Row;
+      const ws = await insertWorkspace(tx, created.id, "default");
+      const [withDefault] = await tx
+        .update(organizations)
+        .set({ defaultWorkspaceId: ws.id })
+        .where(eq(organizations.id, created.id))
+        .returning();
+      const key = await insertApiKey(tx, {
+        organizationId: created.id,
+        role: "admin",
+        isSystem: input.isSystem ?? false,
+        description: input.isSystem ? "bootstrap system key" : "first admin key",
+        key: input.key,
+      });
+      return { ...toOrganization(withDefault as Row), api_key: key };
+    });
+  } catch (err) {
+    if (isUniqueViolation(err)) throw conflict(`An organization named "${input.name}" already exists.`);
+    throw err;
+  }
+}
+
+/** System keys see every organization; others see their own. */
+export async function listOrganizations(
+  exec: Executor,
+  caller: { organizationId: string; isSystem: boolean },
+): Promise<Organization[]> {
+  const q = exec.select().from(organizations);
+  const list = await (caller.isSystem ? q : q.where(eq(organizations.id, caller.organizationId))).orderBy(
+    asc(organizations.createdAt),
+    asc(organizations.id),
+  );
+  return list.map(toOrganization);
+}

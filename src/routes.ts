@@ -1,0 +1,14 @@
+import type { Registry } from "prom-client";
+import type { App } from "./http/types.ts";
+import { platformRoutes } from "./platform/routes.ts";
+import { apiKeyRoutes } from "./resources/api-keys/routes.ts";
+import { organizationRoutes } from "./resources/organizations/routes.ts";
+import { workspaceRoutes } from "./resources/workspaces/routes.ts";
+
+/** Every route of the API, mounted under the configured base path. */
+export async function routes(app: App, opts: { metrics: Registry }): Promise<void> {
+  await app.register(platformRoutes, opts);
+  await app.register(organizationRoutes);
+  await app.register(workspaceRoutes);
+  await app.register(apiKeyRoutes);
+}

@@ -1,0 +1,61 @@
+import { buildApp } from "./app.ts";
+import { bootstrap } from "./bootstrap.ts";
+import type { Config } from "./config.ts";
+import { loadKeyring } from "./crypto/master-key.ts";
+import { openDatabase } from "./db/client.ts";
+import { migrate } from "./db/migrate.ts";
+import type { App } from "./http/types.ts";
+
+export interface RunningServer {
+  app: App;
+  url: string;
+  stop(): Promise<void>;
+}
+
+function describeDatabase(config: Config): string {
+  const d = config.database;
+  if (d.kind === "pglite") return `embedded PGlite at ${d.dataDir}`;
+  if (d.kind === "pglite-memory") return "in-memory PGlite (data is lost on exit)";
+  const u = new URL(d.url);
+  return `PostgreSQL at ${u.host}${u.pathname}`;
+}
+
+/** Opens the database, migrates, bootstraps, builds the app and listens. */
+export async function startServer(
+  config: Config,
+  out: (line: string) => void = console.log,
+): Promise<RunningServer> {
+  const db = await openDatabase(config.database);
+  await migrate(db);
+  const { keyring, source } = loadKeyring(config);
+  const boot = await bootstrap(db, config.bootstrapApiKey);
+  const app = await buildApp({ config, db, keyring });
+  if (source === "generated" && config.database.kind === "postgres") {
+    app.log.warn("generated a master key in the data dir; set SLIPWAY_MASTER_KEY so every replica shares it");
+  }
+  await app.listen({ port: config.port, host: config.host });
+  const address = app.server.address();
+  const port = typeof address === "object" && address ? address.port : config.port;
+  const host = config.host.includes(":") ? `[${config.host}]` : config.host;
+  const url = `http://${host}:${port}${config.basePath}`;
+  out(`Slipway is serving ${url} on ${describeDatabase(config)}`);
+  out(`  API docs:  ${url}/docs   health: ${url}/ok`);
+  if (boot.generatedKey) {
+    out("  Bootstrap API key (system, admin), shown this once; keep it safe:");
+    out(`    ${boot.generatedKey}`);
+    out(`  Try: curl -H 'X-Api-Key: ${boot.generatedKey}' ${url}/v1/workspaces`);
+  }
+  let stopping: Promise<void> | undefined;
+  return {
+    app,
+    url,
+    stop: () => {
+      // Stop accepting, let in-flight requests finish, then close the pool.
+      stopping ??= (async () => {
+        await app.close();
+        await db.close();
+      })();
+      return stopping;
+    },
+  };
+}

@@ -1,0 +1,78 @@
+import { randomBytes } from "node:crypto";
+import pg from "pg";
+import { type Database, openDatabase } from "../../src/db/client.ts";
+import { migrate } from "../../src/db/migrate.ts";
+
+export type DbKind = "pglite" | "postgres";
+
+/** The server every PostgreSQL suite makes its own database on. */
+export const TEST_DATABASE_URL =
+  process.env.TEST_DATABASE_URL || "postgres://postgres@127.0.0.1:5432/postgres";
+
+async function postgresReachable(): Promise<boolean> {
+  const client = new pg.Client({ connectionString: TEST_DATABASE_URL, connectionTimeoutMillis: 2000 });
+  try {
+    await client.connect();
+    await client.query("SELECT 1");
+    return true;
+  } catch {
+    return false;
+  } finally {
+    await client.end().catch(() => {});
+  }
+}
+
+const required = process.env.CI === "true" || process.env.TEST_REQUIRE_POSTGRES === "1";
+const reachable = await postgresReachable();
+if (!reachable && required) {
+  throw new Error(`PostgreSQL is required for the tests (CI) but ${TEST_DATABASE_URL} is unreachable.`);
+}
+if (!reachable) {
+  console.warn(
+    `# PostgreSQL at ${TEST_DATABASE_URL} is unreachable: running the PGlite half of the suites only.`,
+  );
+}
+
+/** Every suite runs once per database kind listed here. */
+export const DB_KINDS: DbKind[] = reachable ? ["pglite", "postgres"] : ["pglite"];
+
+export interface TestDatabase {
+  db: Database;
+  /** postgres:// URL of this database (postgres kind only): for child processes that share it. */
+  url?: string;
+  drop(): Promise<void>;
+}
+
+function withDatabase(url: string, name: string): string {
+  const u = new URL(url);
+  u.pathname = `/${name}`;
+  return u.toString();
+}
+
+/** A fresh, migrated database: a new in-memory PGlite, or a new database on the server. */
+export async function createTestDatabase(kind: DbKind): Promise<TestDatabase> {
+  if (kind === "pglite") {
+    const db = await openDatabase({ kind: "pglite-memory" });
+    await migrate(db);
+    return { db, drop: () => db.close() };
+  }
+  const name = `slipway_t_${randomBytes(6).toString("hex")}`;
+  const admin = new pg.Client({ connectionString: TEST_DATABASE_URL });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${name}`);
+  await admin.end();
+  const url = withDatabase(TEST_DATABASE_URL, name);
+  const db = await openDatabase({ kind: "postgres", url }, { poolSize: 20 });
+  await migrate(db);
+  return {
+    db,
+    url,
+    drop: async () => {
+      await db.close();
+      const c = new pg.Client({ connectionString: TEST_DATABASE_URL });
+      await c.connect();
+      await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await c.end();
+    },
+  };
+}
