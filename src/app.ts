@@ -14,7 +14,7 @@ const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 export interface BuildOptions {
   /** false for no logs; otherwise overrides of the level or a log file (tests write to one). */
-  logger?: false | { level?: string; file?: string };
+  logger?: false | { level?: string; file?: string; stream?: { write(line: string): void } };
 }
 
 /** Builds the whole app without listening: the server and the tests both use this. */

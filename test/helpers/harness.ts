@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe } from "node:test";
@@ -70,7 +70,9 @@ export async function createTestContext(kind: DbKind, opts: ContextOptions = {})
   const logDir = join(tmpdir(), "slipway-test-logs");
   mkdirSync(logDir, { recursive: true });
   const logFile = join(logDir, `${kind}-${randomBytes(6).toString("hex")}.log`);
-  const app = await buildApp({ config, db, keyring }, { logger: { level: "info", file: logFile } });
+  // Written synchronously so that readLogs() sees every line a request produced.
+  const stream = { write: (line: string) => appendFileSync(logFile, line) };
+  const app = await buildApp({ config, db, keyring }, { logger: { level: "info", stream } });
   await app.ready();
 
   const org = await createOrganization(db.orm, { name: "acme", isSystem: true });

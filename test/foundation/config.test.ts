@@ -1,0 +1,68 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { ConfigError, loadConfig } from "../../src/config.ts";
+
+describe("config", () => {
+  it("has the documented defaults", () => {
+    const c = loadConfig({});
+    assert.equal(c.port, 8080);
+    assert.equal(c.host, "127.0.0.1");
+    assert.equal(c.database.kind, "pglite");
+    assert.match(c.dataDir, /\.slipway$/);
+    assert.equal(c.basePath, "");
+    assert.equal(c.logLevel, "info");
+    assert.equal(c.bodyLimitBytes, 1024 * 1024);
+    assert.equal(c.uploadLimitBytes, 100 * 1024 * 1024);
+    assert.equal(c.apps.port, 8081);
+    assert.equal(c.apps.domain, "localhost");
+    assert.equal(c.oauth.allowInsecureLoopback, false);
+    assert.equal(c.publicUrl, "http://127.0.0.1:8080");
+  });
+
+  it("reads the database target from DATABASE_URL", () => {
+    assert.deepEqual(loadConfig({ DATABASE_URL: "memory://" }).database, { kind: "pglite-memory" });
+    assert.deepEqual(loadConfig({ DATABASE_URL: "postgres://u@h:5432/d" }).database, {
+      kind: "postgres",
+      url: "postgres://u@h:5432/d",
+    });
+    const embedded = loadConfig({ SLIPWAY_DATA_DIR: "/tmp/sw-data" }).database;
+    assert.deepEqual(embedded, { kind: "pglite", dataDir: "/tmp/sw-data/db" });
+  });
+
+  it("normalizes the base path", () => {
+    assert.equal(loadConfig({ SLIPWAY_BASE_PATH: "api/" }).basePath, "/api");
+    assert.equal(loadConfig({ SLIPWAY_BASE_PATH: "/a/b" }).basePath, "/a/b");
+    assert.equal(loadConfig({ SLIPWAY_BASE_PATH: "/" }).basePath, "");
+  });
+
+  const bad: [Record<string, string>, RegExp][] = [
+    [{ PORT: "http" }, /^PORT must be a whole number/],
+    [{ PORT: "70000" }, /^PORT must be between/],
+    [{ DATABASE_URL: "mysql://x" }, /^DATABASE_URL must be/],
+    [
+      { SLIPWAY_MASTER_KEY: "c2hvcnQ=" },
+      /^SLIPWAY_MASTER_KEY must be the base64 encoding of exactly 32 bytes/,
+    ],
+    [{ SLIPWAY_PREVIOUS_MASTER_KEYS: "nope" }, /^SLIPWAY_PREVIOUS_MASTER_KEYS/],
+    [{ SLIPWAY_BASE_PATH: "/a b" }, /^SLIPWAY_BASE_PATH/],
+    [{ LOG_LEVEL: "loud" }, /^LOG_LEVEL must be one of/],
+    [{ SLIPWAY_BOOTSTRAP_API_KEY: "short" }, /^SLIPWAY_BOOTSTRAP_API_KEY/],
+    [
+      { SLIPWAY_OAUTH_ALLOW_INSECURE_LOOPBACK: "maybe" },
+      /^SLIPWAY_OAUTH_ALLOW_INSECURE_LOOPBACK must be true or false/,
+    ],
+  ];
+  for (const [env, message] of bad) {
+    it(`refuses ${Object.keys(env)[0]}=${Object.values(env)[0]} with a sentence naming it`, () => {
+      assert.throws(
+        () => loadConfig(env),
+        (err: unknown) => err instanceof ConfigError && message.test(err.message),
+      );
+    });
+  }
+
+  it("accepts a 32-byte base64 master key", () => {
+    const key = Buffer.alloc(32, 7).toString("base64");
+    assert.equal(loadConfig({ SLIPWAY_MASTER_KEY: key }).masterKey, key);
+  });
+});

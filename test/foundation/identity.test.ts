@@ -1,0 +1,280 @@
+import assert from "node:assert/strict";
+import { it } from "node:test";
+import { authMatrix } from "../helpers/auth-matrix.ts";
+import { forEachDatabase } from "../helpers/harness.ts";
+
+const json = { "content-type": "application/json" };
+
+forEachDatabase("organizations", (suite) => {
+  authMatrix(suite, { method: "GET", url: () => "/v1/organizations" });
+  authMatrix(suite, {
+    method: "POST",
+    url: () => "/v1/organizations",
+    payload: () => ({ name: "matrix-org" }),
+    role: "admin",
+  });
+
+  it("a system key creates an organization with a default workspace and an admin key", async () => {
+    const { app, keys, headers } = suite.ctx;
+    const res = await app.inject({
+      method: "POST",
+      url: "/v1/organizations",
+      headers: { ...headers(keys.system), ...json },
+      payload: { name: "initech" },
+    });
+    assert.equal(res.statusCode, 201, res.body);
+    const org = res.json();
+    assert.equal(org.name, "initech");
+    assert.match(org.created_at, /Z$/);
+    assert.equal(org.api_key.role, "admin");
+    assert.equal(org.api_key.is_system, false);
+    assert.match(org.api_key.key, /^sw_/);
+    // The new key works, lands in the new organization's default workspace, and is admin there.
+    const ws = await app.inject({ method: "GET", url: "/v1/workspaces", headers: headers(org.api_key.key) });
+    assert.equal(ws.statusCode, 200);
+    assert.deepEqual(
+      ws.json().map((w: { id: string; name: string }) => [w.id, w.name]),
+      [[org.default_workspace_id, "default"]],
+    );
+    const mine = await app.inject({
+      method: "GET",
+      url: "/v1/organizations",
+      headers: headers(org.api_key.key),
+    });
+    assert.deepEqual(
+      mine.json().map((o: { id: string }) => o.id),
+      [org.id],
+    );
+    const all = await app.inject({ method: "GET", url: "/v1/organizations", headers: headers(keys.system) });
+    assert.ok(all.json().length >= 3);
+  });
+
+  it("an ordinary admin cannot create organizations (403)", async () => {
+    const { app, keys, headers } = suite.ctx;
+    const res = await app.inject({
+      method: "POST",
+      url: "/v1/organizations",
+      headers: { ...headers(keys.admin), ...json },
+      payload: { name: "nope" },
+    });
+    assert.equal(res.statusCode, 403);
+    assert.match(res.json().detail, /system API key/);
+  });
+
+  it("a taken name is 409 and a blank one 422", async () => {
+    const { app, keys, headers } = suite.ctx;
+    const dup = await app.inject({
+      method: "POST",
+      url: "/v1/organizations",
+      headers: { ...headers(keys.system), ...json },
+      payload: { name: "acme" },
+    });
+    assert.equal(dup.statusCode, 409);
+    const blank = await app.inject({
+      method: "POST",
+      url: "/v1/organizations",
+      headers: { ...headers(keys.system), ...json },
+      payload: { name: " " },
+    });
+    assert.equal(blank.statusCode, 422);
+    assert.deepEqual(blank.json().detail[0].loc, ["body", "name"]);
+  });
+});
+
+forEachDatabase("workspaces", (suite) => {
+  authMatrix(suite, { method: "GET", url: () => "/v1/workspaces" });
+  authMatrix(suite, {
+    method: "POST",
+    url: () => "/v1/workspaces",
+    payload: () => ({ name: `ws-${Math.random().toString(36).slice(2)}` }),
+    role: "admin",
+  });
+
+  it("admin creates a workspace; the name is unique per organization", async () => {
+    const { app, keys, headers, orgId } = suite.ctx;
+    const res = await app.inject({
+      method: "POST",
+      url: "/v1/workspaces",
+      headers: { ...headers(keys.admin), ...json },
+      payload: { name: "staging" },
+    });
+    assert.equal(res.statusCode, 201, res.body);
+    assert.equal(res.json().organization_id, orgId);
+    const dup = await app.inject({
+      method: "POST",
+      url: "/v1/workspaces",
+      headers: { ...headers(keys.admin), ...json },
+      payload: { name: "staging" },
+    });
+    assert.equal(dup.statusCode, 409);
+    // Another organization may use the same name.
+    const other = await app.inject({
+      method: "POST",
+      url: "/v1/workspaces",
+      headers: { ...headers(suite.ctx.other.admin), ...json },
+      payload: { name: "staging" },
+    });
+    assert.equal(other.statusCode, 201);
+  });
+
+  it("lists only the caller's organization, and a bound key only its workspace", async () => {
+    const { app, keys, headers, workspace2Id, other } = suite.ctx;
+    const list = await app.inject({ method: "GET", url: "/v1/workspaces", headers: headers(keys.viewer) });
+    const ids = list.json().map((w: { id: string }) => w.id);
+    assert.ok(ids.includes(workspace2Id));
+    assert.ok(!ids.includes(other.workspaceId));
+    const bound = await app.inject({
+      method: "GET",
+      url: "/v1/workspaces",
+      headers: headers(keys.boundMember),
+    });
+    assert.deepEqual(
+      bound.json().map((w: { id: string }) => w.id),
+      [workspace2Id],
+    );
+  });
+});
+
+forEachDatabase("api keys", (suite) => {
+  authMatrix(suite, { method: "GET", url: () => "/v1/api-keys", role: "admin" });
+  authMatrix(suite, {
+    method: "POST",
+    url: () => "/v1/api-keys",
+    payload: () => ({ role: "viewer", description: "matrix" }),
+    role: "admin",
+  });
+  authMatrix(suite, {
+    method: "DELETE",
+    url: () => "/v1/api-keys/00000000-0000-4000-8000-000000000000",
+    role: "admin",
+    otherTenantUrl: async (ctx) => {
+      const res = await ctx.app.inject({
+        method: "POST",
+        url: "/v1/api-keys",
+        headers: { ...ctx.headers(ctx.other.admin), ...json },
+        payload: { role: "viewer" },
+      });
+      return `/v1/api-keys/${res.json().id}`;
+    },
+  });
+
+  it("shows the key once, stores only a hash, and the key works with its role", async () => {
+    const { app, keys, headers, db } = suite.ctx;
+    const res = await app.inject({
+      method: "POST",
+      url: "/v1/api-keys",
+      headers: { ...headers(keys.admin), ...json },
+      payload: { role: "viewer", description: "ci reader" },
+    });
+    assert.equal(res.statusCode, 201, res.body);
+    const created = res.json();
+    assert.match(created.key, /^sw_[A-Za-z0-9_-]{43}$/);
+    assert.equal(created.prefix, created.key.slice(0, 10));
+    const list = await app.inject({ method: "GET", url: "/v1/api-keys", headers: headers(keys.admin) });
+    const listed = list.json().find((k: { id: string }) => k.id === created.id);
+    assert.equal(listed.description, "ci reader");
+    assert.equal("key" in listed, false);
+    const stored = JSON.stringify(await db.orm.execute("SELECT * FROM api_keys" as never));
+    assert.ok(!stored.includes(created.key), "the key itself is not stored");
+    const read = await app.inject({ method: "GET", url: "/v1/workspaces", headers: headers(created.key) });
+    assert.equal(read.statusCode, 200);
+    const write = await app.inject({
+      method: "POST",
+      url: "/v1/workspaces",
+      headers: { ...headers(created.key), ...json },
+      payload: { name: "x" },
+    });
+    assert.equal(write.statusCode, 403);
+  });
+
+  it("Authorization: Bearer works like X-Api-Key", async () => {
+    const { app, keys } = suite.ctx;
+    const res = await app.inject({
+      method: "GET",
+      url: "/v1/workspaces",
+      headers: { authorization: `Bearer ${keys.viewer}` },
+    });
+    assert.equal(res.statusCode, 200);
+  });
+
+  it("a revoked key fails at once", async () => {
+    const { app, keys, headers } = suite.ctx;
+    const created = (
+      await app.inject({
+        method: "POST",
+        url: "/v1/api-keys",
+        headers: { ...headers(keys.admin), ...json },
+        payload: { role: "member" },
+      })
+    ).json();
+    assert.equal(
+      (await app.inject({ method: "GET", url: "/v1/workspaces", headers: headers(created.key) })).statusCode,
+      200,
+    );
+    const del = await app.inject({
+      method: "DELETE",
+      url: `/v1/api-keys/${created.id}`,
+      headers: headers(keys.admin),
+    });
+    assert.equal(del.statusCode, 200);
+    assert.match(del.json().revoked_at, /Z$/);
+    const after = await app.inject({ method: "GET", url: "/v1/workspaces", headers: headers(created.key) });
+    assert.equal(after.statusCode, 401);
+  });
+
+  it("workspace binding: the key acts in its workspace; keys it mints stay bound", async () => {
+    const { app, keys, headers, workspace2Id, workspaceId } = suite.ctx;
+    const bad = await app.inject({
+      method: "POST",
+      url: "/v1/api-keys",
+      headers: { ...headers(keys.admin), ...json },
+      payload: { role: "admin", workspace_id: "00000000-0000-4000-8000-000000000000" },
+    });
+    assert.equal(bad.statusCode, 422);
+    assert.deepEqual(bad.json().detail[0].loc, ["body", "workspace_id"]);
+    const boundAdmin = (
+      await app.inject({
+        method: "POST",
+        url: "/v1/api-keys",
+        headers: { ...headers(keys.admin), ...json },
+        payload: { role: "admin", workspace_id: workspace2Id },
+      })
+    ).json();
+    assert.equal(boundAdmin.workspace_id, workspace2Id);
+    const escalate = await app.inject({
+      method: "POST",
+      url: "/v1/api-keys",
+      headers: { ...headers(boundAdmin.key), ...json },
+      payload: { role: "admin", workspace_id: workspaceId },
+    });
+    assert.equal(escalate.statusCode, 403);
+    const child = await app.inject({
+      method: "POST",
+      url: "/v1/api-keys",
+      headers: { ...headers(boundAdmin.key), ...json },
+      payload: { role: "viewer" },
+    });
+    assert.equal(child.statusCode, 201);
+    assert.equal(child.json().workspace_id, workspace2Id);
+    const sameTenant = await app.inject({
+      method: "GET",
+      url: "/v1/workspaces",
+      headers: headers(boundAdmin.key, { "x-tenant-id": workspace2Id }),
+    });
+    assert.equal(sameTenant.statusCode, 200);
+    const listed = await app.inject({ method: "GET", url: "/v1/api-keys", headers: headers(boundAdmin.key) });
+    assert.ok(listed.json().every((k: { workspace_id: string }) => k.workspace_id === workspace2Id));
+  });
+
+  it("rejects an unknown role with 422", async () => {
+    const { app, keys, headers } = suite.ctx;
+    const res = await app.inject({
+      method: "POST",
+      url: "/v1/api-keys",
+      headers: { ...headers(keys.admin), ...json },
+      payload: { role: "owner" },
+    });
+    assert.equal(res.statusCode, 422);
+    assert.deepEqual(res.json().detail[0].loc, ["body", "role"]);
+  });
+});
