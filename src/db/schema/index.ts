@@ -1,4 +1,5 @@
 // Every table the ORM knows; each area keeps its tables in its own file.
 
+export * from "./codehost.ts";
 export * from "./deployments.ts";
 export * from "./identity.ts";

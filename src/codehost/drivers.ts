@@ -1,0 +1,22 @@
+import type { Config } from "../config.ts";
+import type { integrations } from "../db/schema/codehost.ts";
+import { badGateway } from "../http/errors.ts";
+import { githubAppOf } from "./github/client.ts";
+import { GithubDriver } from "./github/driver.ts";
+import type { CodehostDriver } from "./interface.ts";
+import { LocalGitDriver } from "./local-git/driver.ts";
+
+export type IntegrationRow = typeof integrations.$inferSelect;
+
+/** The driver that reads an integration's host, as the server is configured now. */
+export function driverFor(config: Config, integration: IntegrationRow): CodehostDriver {
+  const c = integration.config;
+  if (integration.kind === "local_git" && "path" in c)
+    return new LocalGitDriver(c.path, config.localGitRoots);
+  if (integration.kind === "github" && "installation_id" in c) {
+    const app = githubAppOf(config);
+    if (!app) throw badGateway("The GitHub App is no longer configured on this server.");
+    return new GithubDriver(app, c.installation_id);
+  }
+  throw badGateway(`Integration ${integration.id} has an unreadable configuration.`);
+}

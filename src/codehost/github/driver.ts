@@ -1,0 +1,75 @@
+import { invalid } from "../../http/errors.ts";
+import { type CodehostDriver, fullRefName, type HostRepository } from "../interface.ts";
+import { type GithubApp, githubClient, statusOf, upstreamError } from "./client.ts";
+
+/** Repositories of one GitHub App installation, through the GitHub REST API. */
+export class GithubDriver implements CodehostDriver {
+  constructor(
+    private readonly app: GithubApp,
+    private readonly installationId: number,
+  ) {}
+
+  async listRepositories(): Promise<HostRepository[]> {
+    const octokit = githubClient(this.app, this.installationId);
+    try {
+      const repos = await octokit.paginate(octokit.rest.apps.listReposAccessibleToInstallation, {
+        per_page: 100,
+      });
+      return repos
+        .map((r) => ({
+          id: r.id,
+          name: r.name,
+          owner: r.owner.login,
+          url: r.html_url,
+          default_branch: r.default_branch,
+        }))
+        .sort((a, b) => a.owner.localeCompare(b.owner) || a.name.localeCompare(b.name) || a.id - b.id);
+    } catch (err) {
+      throw upstreamError(err, "listing the installation's repositories");
+    }
+  }
+
+  async refExists(repo: HostRepository, ref: string): Promise<boolean> {
+    const full = fullRefName(ref);
+    if (full === undefined) return false;
+    const octokit = githubClient(this.app, this.installationId);
+    try {
+      await octokit.rest.git.getRef({ owner: repo.owner, repo: repo.name, ref: full.slice("refs/".length) });
+      return true;
+    } catch (err) {
+      // 404: no such ref; 409: the repository is empty, so it has no refs at all.
+      const status = statusOf(err);
+      if (status === 404 || status === 409) return false;
+      throw upstreamError(err, `looking up ${ref} in ${repo.owner}/${repo.name}`);
+    }
+  }
+
+  async cloneUrl(repo: HostRepository): Promise<string> {
+    const octokit = githubClient(this.app, this.installationId);
+    let token: string;
+    try {
+      token = ((await octokit.auth({ type: "installation" })) as { token: string }).token;
+    } catch (err) {
+      throw upstreamError(err, "creating an installation token");
+    }
+    const url = new URL(repo.url);
+    url.username = "x-access-token";
+    url.password = token;
+    return url.href;
+  }
+}
+
+/** The account an installation belongs to (its login names the integration); 422 if there is none. */
+export async function installationAccount(app: GithubApp, installationId: number): Promise<string> {
+  const octokit = githubClient(app);
+  try {
+    const { data } = await octokit.rest.apps.getInstallation({ installation_id: installationId });
+    const account = data.account as { login?: string; slug?: string; name?: string } | null;
+    return account?.login ?? account?.slug ?? account?.name ?? `installation-${installationId}`;
+  } catch (err) {
+    if (statusOf(err) === 404) {
+      throw invalid(["body", "installation_id"], "The GitHub App has no installation with this id.");
+    }
+    throw upstreamError(err, "reading the installation");
+  }
+}
