@@ -56,7 +56,7 @@ export async function buildApp(deps: AppDeps, opts: BuildOptions = {}): Promise<
   app.removeContentTypeParser("text/plain");
   registerValidation(app);
   registerErrorHandling(app);
-  registerAuth(app, deps.db.orm);
+  await registerAuth(app, deps.db);
   const metrics = registerMetrics(app, deps.db);
   app.addHook("onSend", async (request, reply) => {
     reply.header("x-request-id", request.id);

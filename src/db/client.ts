@@ -86,7 +86,12 @@ async function openPglite(
         await client.query("SELECT pg_advisory_unlock($1)", [key]);
       }
     },
-    listen: async (channel, handler) => client.listen(checkChannel(channel), handler),
+    listen: async (channel, handler) => {
+      const unlisten = await client.listen(checkChannel(channel), handler);
+      return async () => {
+        if (!closed) await unlisten();
+      };
+    },
     notify: async (channel, payload) => {
       await client.query("SELECT pg_notify($1, $2)", [checkChannel(channel), payload]);
     },

@@ -1,8 +1,9 @@
 import { sql } from "drizzle-orm";
 import type { FastifyInstance, FastifyRequest } from "fastify";
-import { type Orm, rows } from "../db/client.ts";
+import { type Database, type Orm, rows } from "../db/client.ts";
 import type { Role } from "../db/schema/identity.ts";
 import { hashApiKey } from "../resources/api-keys/key-material.ts";
+import { AUTH_CHANNEL, AuthCache } from "./auth-cache.ts";
 import { forbidden, unauthorized } from "./errors.ts";
 
 /** Who is calling, resolved once per request by the auth hook. */
@@ -29,6 +30,9 @@ export interface RouteAuth {
 }
 
 declare module "fastify" {
+  interface FastifyInstance {
+    authCache: AuthCache<KeyRow>;
+  }
   interface FastifyRequest {
     principal: Principal | null;
   }
@@ -52,7 +56,7 @@ export function apiKeyOf(request: FastifyRequest): string | undefined {
   return undefined;
 }
 
-interface KeyRow {
+export interface KeyRow {
   id: string;
   organization_id: string;
   workspace_id: string | null;
@@ -107,7 +111,13 @@ function resolveTenant(
 }
 
 /** Authenticates every non-public route before its body is read; role rules follow the route config. */
-export function registerAuth(app: FastifyInstance, orm: Orm): void {
+export async function registerAuth(app: FastifyInstance, db: Database): Promise<void> {
+  const cache = new AuthCache<KeyRow>();
+  app.decorate("authCache", cache);
+  const unlisten = await db.listen(AUTH_CHANNEL, (keyId) => cache.invalidateKey(keyId));
+  app.addHook("onClose", async () => {
+    await unlisten();
+  });
   app.decorateRequest("principal", null);
   app.addHook("onRequest", async (request) => {
     const rules = request.routeOptions.config?.auth;
@@ -116,22 +126,25 @@ export function registerAuth(app: FastifyInstance, orm: Orm): void {
     if (key === undefined) throw unauthorized("Missing API key: send X-Api-Key.");
     const rawTenant = request.headers["x-tenant-id"];
     const tenantHeader = typeof rawTenant === "string" && rawTenant !== "" ? rawTenant : undefined;
-    const row = await lookup(
-      orm,
-      hashApiKey(key),
-      tenantHeader && UUID.test(tenantHeader) ? tenantHeader : null,
-    );
+    const tenant = tenantHeader && UUID.test(tenantHeader) ? tenantHeader.toLowerCase() : null;
+    const keyHash = hashApiKey(key);
+    const cacheKey = `${keyHash}|${tenant ?? ""}`;
+    let row = cache.get(cacheKey);
+    if (!row) {
+      row = await lookup(db.orm, keyHash, tenant);
+      if (row && !row.revoked) cache.set(cacheKey, row.id, row);
+    }
     if (!row || row.revoked) throw unauthorized("Invalid or revoked API key.");
-    const tenant = resolveTenant(row, tenantHeader);
+    const resolved = resolveTenant(row, tenantHeader);
     // A tenant the key cannot use is refused on every route, so a typo never silently falls back.
-    if (tenantHeader !== undefined && tenant.tenantError) throw forbidden(tenant.tenantError);
+    if (tenantHeader !== undefined && resolved.tenantError) throw forbidden(resolved.tenantError);
     request.principal = {
       keyId: row.id,
       organizationId: row.organization_id,
       role: row.role,
       isSystem: row.is_system,
       boundWorkspaceId: row.workspace_id,
-      ...tenant,
+      ...resolved,
     };
     if (rules?.system && !row.is_system) throw forbidden("This operation needs a system API key.");
     const needed: Role = rules?.role ?? (READ_METHODS.has(request.method) ? "viewer" : "member");

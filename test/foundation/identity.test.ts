@@ -1,5 +1,7 @@
 import assert from "node:assert/strict";
 import { it } from "node:test";
+import { buildApp } from "../../src/app.ts";
+import { openDatabase } from "../../src/db/client.ts";
 import { authMatrix } from "../helpers/auth-matrix.ts";
 import { forEachDatabase } from "../helpers/harness.ts";
 
@@ -276,5 +278,36 @@ forEachDatabase("api keys", (suite) => {
     });
     assert.equal(res.statusCode, 422);
     assert.deepEqual(res.json().detail[0].loc, ["body", "role"]);
+  });
+
+  it("revocation reaches another server process sharing the database", async () => {
+    const ctx = suite.ctx;
+    const { app, keys, headers } = ctx;
+    // A second app with its own connection pool, as a second process would have.
+    const db2 = ctx.dbUrl ? await openDatabase({ kind: "postgres", url: ctx.dbUrl }) : ctx.db;
+    const app2 = await buildApp({ config: ctx.config, db: db2, keyring: ctx.keyring }, { logger: false });
+    try {
+      const created = (
+        await app.inject({
+          method: "POST",
+          url: "/v1/api-keys",
+          headers: { ...headers(keys.admin), "content-type": "application/json" },
+          payload: { role: "viewer" },
+        })
+      ).json();
+      const viaApp2 = () =>
+        app2.inject({ method: "GET", url: "/v1/workspaces", headers: headers(created.key) });
+      assert.equal((await viaApp2()).statusCode, 200, "app2 has the key cached now");
+      await app.inject({ method: "DELETE", url: `/v1/api-keys/${created.id}`, headers: headers(keys.admin) });
+      let status = 0;
+      for (let i = 0; i < 100 && status !== 401; i++) {
+        status = (await viaApp2()).statusCode;
+        if (status !== 401) await new Promise((r) => setTimeout(r, 20));
+      }
+      assert.equal(status, 401);
+    } finally {
+      await app2.close();
+      if (db2 !== ctx.db) await db2.close();
+    }
   });
 });

@@ -1,5 +1,6 @@
 import { Type } from "@sinclair/typebox";
 import { principalOf } from "../../http/auth.ts";
+import { AUTH_CHANNEL } from "../../http/auth-cache.ts";
 import { IdParams } from "../../http/schemas.ts";
 import type { App } from "../../http/types.ts";
 import { ApiKey, ApiKeyCreated, CreateApiKeyBody } from "./schema.ts";
@@ -43,6 +44,12 @@ export async function apiKeyRoutes(app: App): Promise<void> {
       config: admin,
       schema: { tags, summary: "Revoke an API key", params: IdParams, response: { 200: ApiKey } },
     },
-    async (request) => revokeApiKey(orm, principalOf(request), request.params.id),
+    async (request) => {
+      const revoked = await revokeApiKey(orm, principalOf(request), request.params.id);
+      // This process forgets the key now; the others when the notification reaches them.
+      app.authCache.invalidateKey(revoked.id);
+      await app.deps.db.notify(AUTH_CHANNEL, revoked.id);
+      return revoked;
+    },
   );
 }
