@@ -1,0 +1,108 @@
+import { randomBytes } from "node:crypto";
+import { sql } from "drizzle-orm";
+import pg from "pg";
+import type { Keyring } from "../crypto/envelope.ts";
+import { encryptionContext } from "../crypto/registry.ts";
+import { type Executor, rows } from "../db/client.ts";
+
+/** Role and database name of a deployment's own database: derived from its id, always a safe identifier. */
+export function appDatabaseName(deploymentId: string): string {
+  return `slipway_app_${deploymentId.replace(/-/g, "").toLowerCase()}`;
+}
+
+export interface AppDatabase {
+  name: string;
+  password: string;
+  /** postgres:// URL the app uses (DATABASE_URI / POSTGRES_URI). */
+  uri: string;
+}
+
+const context = (deploymentId: string) =>
+  encryptionContext("deployments", "database_password_enc", deploymentId);
+
+function quoteIdent(name: string): string {
+  if (!/^[a-z_][a-z0-9_]{0,62}$/.test(name)) throw new Error(`unsafe identifier ${name}`);
+  return `"${name}"`;
+}
+
+async function withAdmin<T>(adminUrl: string, fn: (c: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: adminUrl, connectionTimeoutMillis: 10_000 });
+  client.on("error", () => {});
+  await client.connect();
+  try {
+    return await fn(client);
+  } finally {
+    await client.end().catch(() => {});
+  }
+}
+
+/**
+ * Per-deployment databases on the PostgreSQL server of SLIPWAY_APPS_DATABASE_URL (an admin
+ * connection): one role and one database per deployment, the role's password stored encrypted.
+ */
+export class AppDatabases {
+  constructor(
+    private readonly adminUrl: string,
+    private readonly keyring: Keyring,
+  ) {}
+
+  uriFor(name: string, password: string): string {
+    const u = new URL(this.adminUrl);
+    u.username = name;
+    u.password = password;
+    u.pathname = `/${name}`;
+    return u.toString();
+  }
+
+  /** Creates (or finds) the deployment's role and database; idempotent, so a retry after a crash is safe. */
+  async provision(exec: Executor, deploymentId: string): Promise<AppDatabase> {
+    const name = appDatabaseName(deploymentId);
+    const password = await this.password(exec, deploymentId);
+    await withAdmin(this.adminUrl, async (c) => {
+      const ident = quoteIdent(name);
+      // The password is hex, so it can sit in the statement as a literal.
+      const role = await c.query("SELECT 1 FROM pg_roles WHERE rolname = $1", [name]);
+      if (role.rowCount === 0) {
+        await c.query(`CREATE ROLE ${ident} LOGIN PASSWORD '${password}'`).catch(ignoreCode("42710"));
+      } else {
+        await c.query(`ALTER ROLE ${ident} LOGIN PASSWORD '${password}'`);
+      }
+      const db = await c.query("SELECT 1 FROM pg_database WHERE datname = $1", [name]);
+      if (db.rowCount === 0) {
+        await c.query(`CREATE DATABASE ${ident} OWNER ${ident}`).catch(ignoreCode("42P04"));
+      }
+    });
+    await exec.execute(sql`UPDATE deployments SET database_name = ${name} WHERE id = ${deploymentId}`);
+    return { name, password, uri: this.uriFor(name, password) };
+  }
+
+  /** Drops the deployment's database (closing its connections) and role. */
+  async drop(deploymentId: string): Promise<void> {
+    const ident = quoteIdent(appDatabaseName(deploymentId));
+    await withAdmin(this.adminUrl, async (c) => {
+      await c.query(`DROP DATABASE IF EXISTS ${ident} WITH (FORCE)`);
+      await c.query(`DROP ROLE IF EXISTS ${ident}`);
+    });
+  }
+
+  /** The stored password, or a new one stored first (the first writer wins a race). */
+  private async password(exec: Executor, deploymentId: string): Promise<string> {
+    const fresh = randomBytes(24).toString("hex");
+    await exec.execute(
+      sql`UPDATE deployments SET database_password_enc = ${this.keyring.encrypt(fresh, context(deploymentId))}
+           WHERE id = ${deploymentId} AND database_password_enc IS NULL`,
+    );
+    const [row] = await rows<{ enc: string | null }>(
+      exec,
+      sql`SELECT database_password_enc AS enc FROM deployments WHERE id = ${deploymentId}`,
+    );
+    if (!row?.enc) throw new Error(`deployment ${deploymentId} is gone`);
+    return this.keyring.decrypt(row.enc, context(deploymentId));
+  }
+}
+
+function ignoreCode(code: string) {
+  return (err: unknown) => {
+    if ((err as { code?: string }).code !== code) throw err;
+  };
+}

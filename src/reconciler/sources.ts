@@ -1,0 +1,62 @@
+import { cloneSourceFor } from "../codehost/clone.ts";
+import type { AppDeps } from "../deps.ts";
+import { HttpError } from "../http/errors.ts";
+import { openUploadedTarball } from "../resources/uploads/read.ts";
+import { SourceError, type SourceLocation } from "../runtimes/interface.ts";
+import { findTemplate } from "../templates/catalog.ts";
+import { type RevisionWork, textField } from "./work.ts";
+
+/** Turns a revision's source fields into something a runtime can fetch; throws SourceError when it cannot. */
+export type SourceResolver = (work: RevisionWork) => Promise<SourceLocation>;
+
+/** A 4xx from the code-host or upload layer means the source is gone (CREATE_FAILED); 5xx is a fault to retry. */
+async function orSourceError<T>(what: string, fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    if (err instanceof HttpError && err.statusCode < 500) throw new SourceError(`${what}: ${err.message}`);
+    throw err;
+  }
+}
+
+export function sourceResolver(deps: AppDeps): SourceResolver {
+  return async (work) => {
+    const rev = work.sourceRevisionConfig;
+    switch (work.source) {
+      case "codehost": {
+        const integrationId = textField(work.deploymentSourceConfig, "integration_id");
+        const repoUrl = textField(work.deploymentSourceConfig, "repo_url");
+        const ref = textField(rev, "repo_ref");
+        if (!integrationId || !repoUrl || !ref) {
+          throw new SourceError("the deployment has no integration_id, repo_url or repo_ref to fetch from");
+        }
+        const url = await orSourceError("the repository cannot be fetched", () =>
+          cloneSourceFor(deps, integrationId, repoUrl),
+        );
+        return { kind: "git", url, ref, commitSha: textField(rev, "repo_commit_sha") };
+      }
+      case "internal_source": {
+        const path = textField(rev, "source_tarball_path");
+        if (!path) throw new SourceError("the revision has no source_tarball_path");
+        const db = deps.db.orm;
+        // Checked now so a missing upload is CREATE_FAILED before any work starts.
+        await orSourceError("the uploaded source cannot be read", () => openUploadedTarball(db, path));
+        return { kind: "tarball", open: () => openUploadedTarball(db, path) };
+      }
+      case "internal_template": {
+        const name = textField(rev, "repo_ref") ?? "";
+        const template = findTemplate(name);
+        if (!template) throw new SourceError(`there is no built-in template named "${name}"`);
+        return { kind: "directory", path: template.path };
+      }
+      case "internal_docker":
+      case "external_docker": {
+        const imageUri = textField(rev, "image_uri");
+        if (!imageUri) throw new SourceError("the revision has no image_uri");
+        return { kind: "image", imageUri };
+      }
+      default:
+        throw new SourceError(`unknown source ${work.source}`);
+    }
+  };
+}
