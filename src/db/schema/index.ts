@@ -3,3 +3,4 @@
 export * from "./codehost.ts";
 export * from "./deployments.ts";
 export * from "./identity.ts";
+export * from "./reconciler.ts";
