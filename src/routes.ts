@@ -3,6 +3,7 @@ import type { App } from "./http/types.ts";
 import { platformRoutes } from "./platform/routes.ts";
 import { apiKeyRoutes } from "./resources/api-keys/routes.ts";
 import { organizationRoutes } from "./resources/organizations/routes.ts";
+import { revisionLogRoutes } from "./resources/revision-logs/routes.ts";
 import { workspaceRoutes } from "./resources/workspaces/routes.ts";
 
 /** Every route of the API, mounted under the configured base path. */
@@ -11,4 +12,5 @@ export async function routes(app: App, opts: { metrics: Registry }): Promise<voi
   await app.register(organizationRoutes);
   await app.register(workspaceRoutes);
   await app.register(apiKeyRoutes);
+  await app.register(revisionLogRoutes);
 }

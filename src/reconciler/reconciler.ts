@@ -239,6 +239,8 @@ export class Reconciler {
     const ctx: PhaseContext = { log: (stream, line) => sink.log(stream, line), signal };
     const step = async (to: RevisionStatus, message?: string) => {
       if (signal.aborted) throw new LostClaim();
+      // A follower of the log stops at a terminal status: every line must be stored before it.
+      if (isTerminal(to)) await sink.flush();
       const moved = await moveRevision(this.orm, {
         id: work.id,
         from: status,
@@ -284,6 +286,7 @@ export class Reconciler {
       await step("AWAITING_DEPLOY");
       await step("DEPLOYING");
       const activation = await runtime.activate(spec, ctx);
+      await sink.flush();
       if (!(await this.finishDeploy(work, activation))) {
         await this.undoActivation(work);
         throw new LostClaim();
@@ -332,6 +335,7 @@ export class Reconciler {
     sink: RevisionLogSink,
   ): Promise<void> {
     sink.log(to === "DEPLOY_FAILED" ? "deploy" : "build", `Slipway: ${to}: ${message}`);
+    await sink.flush();
     const moved = await moveRevision(this.orm, {
       id: work.id,
       from,

@@ -15,12 +15,18 @@ import type { TestContext } from "../helpers/harness.ts";
  */
 export async function insertDeployment(
   ctx: TestContext,
-  opts: { name?: string; source?: string; sourceConfig?: Record<string, unknown> } = {},
+  opts: {
+    name?: string;
+    source?: string;
+    sourceConfig?: Record<string, unknown>;
+    tenant?: { orgId: string; workspaceId: string };
+  } = {},
 ): Promise<string> {
+  const tenant = opts.tenant ?? { orgId: ctx.orgId, workspaceId: ctx.workspaceId };
   const [row] = await rows<{ id: string }>(
     ctx.db.orm,
     sql`INSERT INTO deployments (organization_id, workspace_id, name, source, source_config)
-        VALUES (${ctx.orgId}, ${ctx.workspaceId}, ${opts.name ?? `app-${randomBytes(4).toString("hex")}`},
+        VALUES (${tenant.orgId}, ${tenant.workspaceId}, ${opts.name ?? `app-${randomBytes(4).toString("hex")}`},
                 ${opts.source ?? "internal_template"}, ${JSON.stringify(opts.sourceConfig ?? {})}::jsonb)
         RETURNING id`,
   );
