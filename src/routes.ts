@@ -2,8 +2,12 @@ import type { Registry } from "prom-client";
 import type { App } from "./http/types.ts";
 import { platformRoutes } from "./platform/routes.ts";
 import { apiKeyRoutes } from "./resources/api-keys/routes.ts";
+import { deploymentRoutes } from "./resources/deployments/routes.ts";
 import { organizationRoutes } from "./resources/organizations/routes.ts";
 import { revisionLogRoutes } from "./resources/revision-logs/routes.ts";
+import { revisionRoutes } from "./resources/revisions/routes.ts";
+import { tagRoutes } from "./resources/tags/routes.ts";
+import { tracingProjectRoutes } from "./resources/tracing-projects/routes.ts";
 import { workspaceRoutes } from "./resources/workspaces/routes.ts";
 
 /** Every route of the API, mounted under the configured base path. */
@@ -12,5 +16,9 @@ export async function routes(app: App, opts: { metrics: Registry }): Promise<voi
   await app.register(organizationRoutes);
   await app.register(workspaceRoutes);
   await app.register(apiKeyRoutes);
+  await app.register(deploymentRoutes);
+  await app.register(revisionRoutes);
+  await app.register(tracingProjectRoutes);
+  await app.register(tagRoutes);
   await app.register(revisionLogRoutes);
 }

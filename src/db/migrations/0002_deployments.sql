@@ -18,6 +18,11 @@ CREATE TABLE deployments (
   -- Per-deployment database (reconciler): name of the database/role when provisioned.
   database_name text,
   revision_count integer NOT NULL DEFAULT 0,
+  -- Values given at create when no revision could be made yet (internal_source without a tarball,
+  -- internal_docker without an image): {source_revision_config, resource_spec}; the first revision
+  -- starts from them. The secrets are one envelope of their JSON list (crypto/registry.ts).
+  pending_revision jsonb,
+  pending_secrets_enc text,
   created_at timestamptz NOT NULL DEFAULT now(),
   updated_at timestamptz NOT NULL DEFAULT now(),
   CONSTRAINT deployments_workspace_name_key UNIQUE (workspace_id, name)
@@ -27,6 +32,7 @@ CREATE INDEX deployments_list_idx ON deployments (workspace_id, created_at DESC,
 CREATE INDEX deployments_status_idx ON deployments (workspace_id, status, created_at DESC, id DESC);
 CREATE INDEX deployments_type_idx ON deployments (workspace_id, deployment_type, created_at DESC, id DESC);
 CREATE INDEX deployments_image_version_idx ON deployments (workspace_id, image_version, created_at DESC, id DESC);
+CREATE INDEX deployments_remote_idx ON deployments (workspace_id, remote_reconciled, created_at DESC, id DESC);
 CREATE INDEX deployments_name_trgm_idx ON deployments USING gin (lower(name) gin_trgm_ops);
 
 CREATE TABLE revisions (

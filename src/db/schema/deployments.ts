@@ -22,6 +22,8 @@ export const deployments = pgTable("deployments", {
   activeRevisionId: uuid("active_revision_id"),
   databaseName: text("database_name"),
   revisionCount: integer("revision_count").notNull().default(0),
+  pendingRevision: jsonb("pending_revision").$type<Record<string, unknown> | null>(),
+  pendingSecretsEnc: text("pending_secrets_enc"),
   createdAt: ts("created_at").notNull().defaultNow(),
   updatedAt: ts("updated_at").notNull().defaultNow(),
 });

@@ -1,0 +1,216 @@
+import { randomUUID } from "node:crypto";
+import { sql } from "drizzle-orm";
+import { verifyCodehostSource } from "../../codehost/verify.ts";
+import { constraintOf, isUniqueViolation } from "../../db/errors.ts";
+import type { AppDeps } from "../../deps.ts";
+import { conflict, ValidationFailed, type ValidationItem } from "../../http/errors.ts";
+import { findTemplate } from "../../templates/catalog.ts";
+import { attachTracingProject } from "../tracing-projects/service.ts";
+import { verifyUploadedTarball } from "../uploads/verify.ts";
+import { claimIdempotencyKey, requestHash, saveIdempotentResponse } from "./idempotency.ts";
+import { findDeployment } from "./record.ts";
+import { insertRevision, type LockedDeployment } from "./revision-writer.ts";
+import {
+  ARTIFACT_FIELD,
+  checkName,
+  checkResourceSpec,
+  checkRevisionConfig,
+  checkSecretReferences,
+  checkSecrets,
+  checkSourceConfig,
+  IN_PLACE_FIELDS,
+  isSet,
+  isTagRef,
+  REVISION_FIELDS,
+  type RevisionValues,
+} from "./rules.ts";
+import type { CreateDeploymentBody, Deployment, DeploymentType, SourceConfigBody } from "./schema.ts";
+import { encryptPendingSecrets } from "./secrets.ts";
+
+export interface Caller {
+  organizationId: string;
+  workspaceId: string;
+}
+
+export interface CreateResult {
+  body: Deployment;
+  replayed: boolean;
+}
+
+/** The set keys of a request's resource_spec (null inside it means "not given"), or null if none. */
+export function specOf(sent: Record<string, unknown> | null | undefined): Record<string, unknown> | null {
+  if (!sent) return null;
+  const kept = Object.entries(sent).filter(([, v]) => v !== null && v !== undefined);
+  return kept.length === 0 ? null : Object.fromEntries(kept);
+}
+
+export function revisionValuesOf(sent: Record<string, unknown> | null | undefined): RevisionValues {
+  const out = {} as RevisionValues;
+  for (const f of REVISION_FIELDS) {
+    const v = sent?.[f];
+    out[f] = typeof v === "string" ? v : null;
+  }
+  return out;
+}
+
+/** Where the apps are served: the server sets custom_url for every source but external_docker. */
+export const appUrl = (deps: AppDeps, name: string) =>
+  `http://${name}.${deps.config.apps.domain}:${deps.config.apps.port}`;
+
+function deploymentTypeOf(body: CreateDeploymentBody, items: ValidationItem[]): DeploymentType {
+  const top = body.deployment_type ?? null;
+  const inner = body.source_config?.deployment_type ?? null;
+  if (top !== null && inner !== null && top !== inner) {
+    items.push({
+      loc: ["body", "source_config", "deployment_type"],
+      msg: `Differs from the top-level deployment_type (${top}).`,
+      type: "value_error",
+    });
+  }
+  return top ?? inner ?? "dev";
+}
+
+/**
+ * POST /v2/deployments: checks every rule, verifies a codehost source with its host, then in one
+ * transaction inserts the deployment, its tracing project and (when it has its artifact) the first
+ * revision. Returns the record; the reconciler is woken after commit.
+ */
+export async function createDeployment(
+  deps: AppDeps,
+  caller: Caller,
+  body: CreateDeploymentBody,
+  idempotencyKey: string | undefined,
+): Promise<CreateResult> {
+  const sc: SourceConfigBody = body.source_config ?? {};
+  const values = revisionValuesOf(body.source_revision_config);
+  const secrets = body.secrets ?? [];
+  const refs = body.secret_references ?? null;
+  const spec = specOf(sc.resource_spec);
+  const artifact = ARTIFACT_FIELD[body.source];
+  const makesRevision = artifact === undefined || values[artifact] !== null;
+
+  const items: ValidationItem[] = [];
+  const deploymentType = deploymentTypeOf(body, items);
+  items.push(...checkName(body.name));
+  items.push(...checkSourceConfig(body.source, sc, { create: true }));
+  items.push(...checkRevisionConfig(body.source, values, { withArtifact: makesRevision }));
+  items.push(...checkSecrets(secrets, { knownNames: new Set() }));
+  if (refs !== null) {
+    if (body.source !== "external_docker") {
+      items.push({
+        loc: ["body", "secret_references"],
+        msg: "Only source external_docker takes secret_references.",
+        type: "forbidden",
+      });
+    } else items.push(...checkSecretReferences(refs, new Set(secrets.map((s) => s.name))));
+  }
+  items.push(...checkResourceSpec(spec));
+  if (body.source === "codehost" && sc.build_on_push === true && isTagRef(values.repo_ref)) {
+    items.push({
+      loc: ["body", "source_config", "build_on_push"],
+      msg: "Cannot be true for a tag ref: a tag does not move.",
+      type: "value_error",
+    });
+  }
+  if (body.source === "internal_template" && values.repo_ref !== null && !findTemplate(values.repo_ref)) {
+    items.push({
+      loc: ["body", "source_revision_config", "repo_ref"],
+      msg: `No built-in template ${values.repo_ref}: GET /v2/templates lists them.`,
+      type: "value_error",
+    });
+  }
+  if (items.length > 0) throw new ValidationFailed(items);
+
+  if (body.source === "codehost") {
+    // Outside the transaction: the host may be slow, and the check reads with its own connection.
+    await verifyCodehostSource(deps, caller.organizationId, {
+      integrationId: String(sc.integration_id),
+      repoUrl: String(sc.repo_url),
+      repoRef: String(values.repo_ref),
+    });
+  }
+
+  const storedConfig: Record<string, unknown> = {};
+  for (const f of IN_PLACE_FIELDS) storedConfig[f] = sc[f] ?? null;
+  if (isSet(sc.integration_id)) storedConfig.integration_id = String(sc.integration_id).toLowerCase();
+  if (isSet(sc.listener_id)) storedConfig.listener_id = String(sc.listener_id).toLowerCase();
+  if (body.source !== "external_docker") storedConfig.custom_url = appUrl(deps, body.name);
+
+  const hash = idempotencyKey === undefined ? "" : requestHash(body);
+  const result = await deps.db.orm.transaction(async (tx) => {
+    if (idempotencyKey !== undefined) {
+      const prior = await claimIdempotencyKey(tx, caller.workspaceId, idempotencyKey, hash);
+      if (prior) return { kind: "replay" as const, body: prior.body as Deployment };
+    }
+    const id = randomUUID();
+    const now = new Date();
+    const at = now.toISOString();
+    const pendingRevision = makesRevision
+      ? null
+      : JSON.stringify({
+          source_revision_config: values,
+          resource_spec: spec,
+          secret_names: secrets.map((s) => s.name),
+        });
+    const pendingSecrets = makesRevision ? null : encryptPendingSecrets(deps.keyring, id, secrets);
+    try {
+      await tx.execute(
+        sql`INSERT INTO deployments (id, organization_id, workspace_id, name, source, deployment_type, source_config,
+                                     image_version, remote_reconciled, pending_revision, pending_secrets_enc,
+                                     created_at, updated_at)
+            VALUES (${id}, ${caller.organizationId}, ${caller.workspaceId}, ${body.name}, ${body.source},
+                    ${deploymentType}, ${JSON.stringify(storedConfig)}::jsonb, ${body.image_version ?? null},
+                    ${isSet(sc.listener_id)}, ${pendingRevision}::jsonb, ${pendingSecrets}, ${at}, ${at})`,
+      );
+    } catch (err) {
+      if (isUniqueViolation(err) && constraintOf(err) === "deployments_workspace_name_key") {
+        throw conflict(`A deployment named "${body.name}" already exists in this workspace.`);
+      }
+      throw err;
+    }
+    await attachTracingProject(tx, caller.workspaceId, body.name, id);
+    let revisionId: string | null = null;
+    if (makesRevision) {
+      if (body.source === "internal_source" && values.source_tarball_path !== null) {
+        await verifyUploadedTarball(tx, id, values.source_tarball_path);
+      }
+      const locked: LockedDeployment = {
+        id,
+        organization_id: caller.organizationId,
+        name: body.name,
+        source: body.source,
+        deployment_type: deploymentType,
+        source_config: storedConfig,
+        image_version: body.image_version ?? null,
+        status: "AWAITING_DATABASE",
+        latest_revision_id: null,
+        revision_count: 0,
+        pending_revision: null,
+        pending_secrets_enc: null,
+      };
+      revisionId = await insertRevision(
+        tx,
+        deps.keyring,
+        locked,
+        {
+          source: body.source,
+          config: values,
+          commitSha: null,
+          resourceSpec: spec,
+          secretReferences: refs,
+          secrets,
+        },
+        now,
+      );
+    }
+    const record = await findDeployment(tx, caller.workspaceId, id);
+    if (!record) throw new Error("deployment vanished inside its create transaction");
+    if (idempotencyKey !== undefined) {
+      await saveIdempotentResponse(tx, caller.workspaceId, idempotencyKey, { statusCode: 201, body: record });
+    }
+    return { kind: "created" as const, body: record, revisionId };
+  });
+  if (result.kind === "replay") return { body: result.body, replayed: true };
+  if (result.revisionId !== null) await deps.db.notify("slipway_work", result.revisionId);
+  return { body: result.body, replayed: false };
+}

@@ -1,0 +1,312 @@
+import { isDeepStrictEqual } from "node:util";
+import { sql } from "drizzle-orm";
+import { verifyCodehostSource } from "../../codehost/verify.ts";
+import { type Executor, rows } from "../../db/client.ts";
+import type { AppDeps } from "../../deps.ts";
+import { badRequest, notFound, ValidationFailed, type ValidationItem } from "../../http/errors.ts";
+import { findTemplate } from "../../templates/catalog.ts";
+import { verifyUploadedTarball } from "../uploads/verify.ts";
+import { type Caller, revisionValuesOf, specOf } from "./create.ts";
+import { checkIfMatch } from "./preconditions.ts";
+import { etagOf, findDeployment } from "./record.ts";
+import {
+  insertRevision,
+  type LockedDeployment,
+  lockDeployment,
+  type RevisionContent,
+  revisionValues,
+} from "./revision-writer.ts";
+import {
+  checkResourceSpec,
+  checkRevisionConfig,
+  checkSecretReferences,
+  checkSecrets,
+  checkSourceConfig,
+  IMMUTABLE_FIELDS,
+  IN_PLACE_FIELDS,
+  isSet,
+  isTagRef,
+  REVISION_FIELDS,
+} from "./rules.ts";
+import type { Deployment, PatchDeploymentBody, Secret, SecretReference, Source } from "./schema.ts";
+import { decryptPendingSecrets, readRevisionSecrets, unmask } from "./secrets.ts";
+
+/** The latest revision as a PATCH builds on it (secret values are read only under the lock). */
+interface LatestRevision {
+  id: string;
+  source: Source;
+  source_revision_config: Record<string, unknown>;
+  resource_spec: Record<string, unknown> | null;
+  secret_references: SecretReference[] | null;
+  secret_names: string[] | null;
+}
+
+interface State {
+  deployment: LockedDeployment;
+  latest: LatestRevision | null;
+}
+
+async function readState(exec: Executor, caller: Caller, id: string, lock: boolean): Promise<State> {
+  const deployment = lock
+    ? await lockDeployment(exec, caller.workspaceId, id)
+    : (
+        await rows<LockedDeployment>(
+          exec,
+          sql`SELECT id, organization_id, name, source, deployment_type, source_config, image_version, status,
+                   latest_revision_id, revision_count, pending_revision, pending_secrets_enc
+              FROM deployments WHERE id = ${id} AND workspace_id = ${caller.workspaceId}`,
+        )
+      )[0];
+  if (!deployment) throw notFound("Deployment not found.");
+  if (deployment.latest_revision_id === null) return { deployment, latest: null };
+  const [latest] = await rows<LatestRevision>(
+    exec,
+    sql`SELECT r.id, r.source, r.source_revision_config, r.resource_spec, r.secret_references,
+               (SELECT json_agg(s.name ORDER BY s.position) FROM revision_secrets s WHERE s.revision_id = r.id)
+                 AS secret_names
+          FROM revisions r WHERE r.id = ${deployment.latest_revision_id}`,
+  );
+  return { deployment, latest: latest ?? null };
+}
+
+/** Whether a PATCH makes a revision: DESIGN §3, even when the values equal the current ones. */
+export function createsRevision(body: PatchDeploymentBody): boolean {
+  return (
+    isSet(body.revision_source) ||
+    isSet(body.secrets) ||
+    isSet(body.secret_references) ||
+    isSet(body.source_config?.resource_spec) ||
+    REVISION_FIELDS.some((f) => isSet(body.source_revision_config?.[f]))
+  );
+}
+
+interface Plan {
+  sourceConfig: Record<string, unknown>;
+  imageVersion: string | null;
+  inPlaceChanged: boolean;
+  revision: (Omit<RevisionContent, "secrets"> & { sentSecrets: Secret[] | null }) | null;
+  codehostCheck: { integrationId: string; repoUrl: string; repoRef: string } | null;
+  tarballCheck: string | null;
+}
+
+const sameId = (a: unknown, b: unknown) =>
+  typeof a === "string" && typeof b === "string" && a.toLowerCase() === b.toLowerCase();
+
+function sameImmutable(field: string, sent: unknown, current: unknown): boolean {
+  if (field === "listener_config") {
+    const norm = (v: unknown) =>
+      v && typeof v === "object"
+        ? { k8s_namespace: (v as { k8s_namespace?: unknown }).k8s_namespace ?? null }
+        : v;
+    return isDeepStrictEqual(norm(sent), norm(current ?? null));
+  }
+  if (field === "repo_url") return sent === current;
+  return sameId(sent, current);
+}
+
+/**
+ * Every rule of a PATCH against one state of the deployment, without writing: 400 for changes to
+ * immutable fields or a deployment being deleted, 422 for field rules. Pure, so it runs once
+ * before the transaction (to know what to verify with the code host) and again under the lock.
+ */
+function planPatch(state: State, body: PatchDeploymentBody): Plan {
+  const d = state.deployment;
+  if (d.status === "AWAITING_DELETE") throw badRequest("The deployment is being deleted.");
+  const sc = body.source_config ?? {};
+  const immutableTop: [string, unknown, unknown][] = [
+    ["name", body.name, d.name],
+    ["source", body.source, d.source],
+    ["deployment_type", body.deployment_type, d.deployment_type],
+    ["source_config.deployment_type", sc.deployment_type, d.deployment_type],
+  ];
+  for (const [field, sent, current] of immutableTop) {
+    if (isSet(sent) && sent !== current) throw badRequest(`${field} cannot be changed after creation.`);
+  }
+
+  const items: ValidationItem[] = checkSourceConfig(d.source, sc, {
+    create: false,
+    currentCustomUrl: (d.source_config.custom_url as string | null) ?? null,
+  });
+  if (items.length > 0) throw new ValidationFailed(items);
+  for (const field of IMMUTABLE_FIELDS) {
+    if (isSet(sc[field]) && !sameImmutable(field, sc[field], d.source_config[field])) {
+      throw badRequest(`source_config.${field} cannot be changed after creation.`);
+    }
+  }
+
+  const sourceConfig = { ...d.source_config };
+  let inPlaceChanged = false;
+  for (const field of IN_PLACE_FIELDS) {
+    if (IMMUTABLE_FIELDS.includes(field) || !isSet(sc[field])) continue;
+    if (field === "custom_url" && d.source !== "external_docker") continue;
+    if (!isDeepStrictEqual(sc[field], sourceConfig[field])) {
+      sourceConfig[field] = sc[field];
+      inPlaceChanged = true;
+    }
+  }
+  let imageVersion = d.image_version;
+  if (isSet(body.image_version) && body.image_version !== d.image_version) {
+    imageVersion = body.image_version ?? null;
+    inPlaceChanged = true;
+  }
+
+  const sentValues = revisionValuesOf(body.source_revision_config);
+  let revision: Plan["revision"] = null;
+  let codehostCheck: Plan["codehostCheck"] = null;
+  let tarballCheck: string | null = null;
+  const latest = state.latest;
+  const revSource: Source = body.revision_source ?? d.source;
+
+  if (createsRevision(body)) {
+    // Source-specific values carry over only within one source; the rest always does.
+    const pending = latest === null ? d.pending_revision : null;
+    let baseValues = revisionValues(undefined);
+    if (latest !== null && latest.source === revSource)
+      baseValues = revisionValues(latest.source_revision_config);
+    if (pending && revSource === d.source) baseValues = revisionValues(pending.source_revision_config);
+    const values = { ...baseValues };
+    for (const f of REVISION_FIELDS) if (sentValues[f] !== null) values[f] = sentValues[f];
+
+    items.push(...checkRevisionConfig(revSource, values, { withArtifact: true }));
+    if (
+      revSource === "codehost" &&
+      (!isSet(d.source_config.integration_id) || !isSet(d.source_config.repo_url))
+    ) {
+      items.push({
+        loc: ["body", "revision_source"],
+        msg: "A codehost revision needs a deployment with source_config.integration_id and repo_url.",
+        type: "value_error",
+      });
+    }
+    if (revSource === "internal_template" && values.repo_ref !== null && !findTemplate(values.repo_ref)) {
+      items.push({
+        loc: ["body", "source_revision_config", "repo_ref"],
+        msg: `No built-in template ${values.repo_ref}: GET /v2/templates lists them.`,
+        type: "value_error",
+      });
+    }
+
+    const baseSpec = latest ? latest.resource_spec : (pending?.resource_spec ?? null);
+    const sentSpec = specOf(sc.resource_spec);
+    const resourceSpec = sentSpec === null ? baseSpec : { ...(baseSpec ?? {}), ...sentSpec };
+    items.push(...checkResourceSpec(resourceSpec));
+
+    const knownNames = new Set(latest ? (latest.secret_names ?? []) : (pending?.secret_names ?? []));
+    const sentSecrets = body.secrets ?? null;
+    if (sentSecrets !== null) items.push(...checkSecrets(sentSecrets, { knownNames }));
+    const finalNames = new Set(sentSecrets ? sentSecrets.map((s) => s.name) : knownNames);
+
+    let secretReferences: SecretReference[] | null = null;
+    if (revSource === "external_docker") {
+      secretReferences = body.secret_references ?? latest?.secret_references ?? null;
+      if (secretReferences !== null) items.push(...checkSecretReferences(secretReferences, finalNames));
+    } else if (isSet(body.secret_references)) {
+      items.push({
+        loc: ["body", "secret_references"],
+        msg: "Only source external_docker takes secret_references.",
+        type: "forbidden",
+      });
+    }
+
+    revision = {
+      source: revSource,
+      config: values,
+      commitSha: null,
+      resourceSpec,
+      secretReferences,
+      sentSecrets,
+    };
+    if (revSource === "codehost" && sentValues.repo_ref !== null) {
+      codehostCheck = {
+        integrationId: String(d.source_config.integration_id),
+        repoUrl: String(d.source_config.repo_url),
+        repoRef: sentValues.repo_ref,
+      };
+    }
+    if (revSource === "internal_source" && sentValues.source_tarball_path !== null) {
+      tarballCheck = sentValues.source_tarball_path;
+    }
+  }
+
+  if (d.source === "codehost" && sourceConfig.build_on_push === true) {
+    const ref = revision
+      ? revision.config.repo_ref
+      : (latest?.source_revision_config.repo_ref as string | null);
+    if (isTagRef(ref)) {
+      items.push({
+        loc: isSet(sc.build_on_push)
+          ? ["body", "source_config", "build_on_push"]
+          : ["body", "source_revision_config", "repo_ref"],
+        msg: "build_on_push cannot be true for a tag ref: a tag does not move.",
+        type: "value_error",
+      });
+    }
+  }
+  if (items.length > 0) throw new ValidationFailed(items);
+  return { sourceConfig, imageVersion, inPlaceChanged, revision, codehostCheck, tarballCheck };
+}
+
+export interface PatchResult {
+  record: Deployment;
+  etag: string;
+  revisionId: string | null;
+}
+
+/**
+ * PATCH /v2/deployments/{id}: in-place SourceConfig changes and, when the body asks for one, a new
+ * revision, in one transaction under the deployment's row lock.
+ */
+export async function patchDeployment(
+  deps: AppDeps,
+  caller: Caller,
+  id: string,
+  body: PatchDeploymentBody,
+  ifMatch: string | undefined,
+): Promise<PatchResult> {
+  let verified: Plan["codehostCheck"] = null;
+  if (isSet(body.source_revision_config?.repo_ref)) {
+    // The host check cannot run inside the transaction (it is slow and uses its own connection).
+    const plan = planPatch(await readState(deps.db.orm, caller, id, false), body);
+    if (plan.codehostCheck) {
+      await verifyCodehostSource(deps, caller.organizationId, plan.codehostCheck);
+      verified = plan.codehostCheck;
+    }
+  }
+
+  const result = await deps.db.orm.transaction(async (tx) => {
+    const state = await readState(tx, caller, id, true);
+    if (ifMatch !== undefined) {
+      const current = await findDeployment(tx, caller.workspaceId, id);
+      if (current) checkIfMatch(ifMatch, etagOf(current));
+    }
+    const plan = planPatch(state, body);
+    if (plan.codehostCheck && !isDeepStrictEqual(plan.codehostCheck, verified)) {
+      throw new Error("codehost source changed between the check and the write");
+    }
+    if (plan.tarballCheck !== null) await verifyUploadedTarball(tx, id, plan.tarballCheck);
+    const d = state.deployment;
+    const now = new Date();
+    if (plan.inPlaceChanged) {
+      await tx.execute(
+        sql`UPDATE deployments SET source_config = ${JSON.stringify(plan.sourceConfig)}::jsonb,
+                   image_version = ${plan.imageVersion}, updated_at = ${now.toISOString()}
+             WHERE id = ${id}`,
+      );
+      d.source_config = plan.sourceConfig;
+    }
+    let revisionId: string | null = null;
+    if (plan.revision) {
+      const base = state.latest
+        ? await readRevisionSecrets(tx, deps.keyring, state.latest.id)
+        : decryptPendingSecrets(deps.keyring, id, d.pending_secrets_enc);
+      const { sentSecrets, ...content } = plan.revision;
+      const secrets = sentSecrets ? unmask(sentSecrets, base) : base;
+      revisionId = await insertRevision(tx, deps.keyring, d, { ...content, secrets }, now);
+    }
+    const record = await findDeployment(tx, caller.workspaceId, id);
+    if (!record) throw new Error("deployment vanished under its row lock");
+    return { record, revisionId };
+  });
+  if (result.revisionId !== null) await deps.db.notify("slipway_work", result.revisionId);
+  return { ...result, etag: etagOf(result.record) };
+}

@@ -1,0 +1,139 @@
+import { Type } from "@sinclair/typebox";
+import { workspaceOf } from "../../http/auth.ts";
+import { ErrorBody, notFound } from "../../http/errors.ts";
+import type { App } from "../../http/types.ts";
+import { createDeployment } from "./create.ts";
+import { deleteDeployment } from "./delete.ts";
+import { checkIdempotencyKey } from "./idempotency.ts";
+import { listDeployments } from "./list.ts";
+import { patchDeployment } from "./patch.ts";
+import { notModified } from "./preconditions.ts";
+import { etagOf, findDeployment } from "./record.ts";
+import {
+  CreateDeploymentBody,
+  Deployment,
+  DeploymentList,
+  DeploymentParams,
+  ListDeploymentsQuery,
+  PatchDeploymentBody,
+} from "./schema.ts";
+
+const tags = ["deployments"];
+const error = (description: string) => ({ ...ErrorBody, description });
+
+export async function deploymentRoutes(app: App): Promise<void> {
+  const { deps } = app;
+  const orm = deps.db.orm;
+
+  app.post(
+    "/v2/deployments",
+    {
+      schema: {
+        tags,
+        summary: "Create a deployment (and its tracing project, and its first revision when it can have one)",
+        headers: Type.Object({
+          "idempotency-key": Type.Optional(
+            Type.String({
+              description:
+                "The same key and body within 24 h replays the first response; another body → 422.",
+            }),
+          ),
+        }),
+        body: CreateDeploymentBody,
+        response: {
+          201: Deployment,
+          409: error("A deployment of that name exists in the workspace."),
+          502: error("The code host could not be reached."),
+        },
+      },
+    },
+    async (request, reply) => {
+      const key = checkIdempotencyKey(request.headers["idempotency-key"]);
+      const result = await createDeployment(deps, workspaceOf(request), request.body, key);
+      if (result.replayed) reply.header("idempotent-replayed", "true");
+      return reply.code(201).send(result.body);
+    },
+  );
+
+  app.get(
+    "/v2/deployments",
+    {
+      schema: {
+        tags,
+        summary: "List deployments, newest first, with filters and offset pagination",
+        querystring: ListDeploymentsQuery,
+        response: { 200: DeploymentList },
+      },
+    },
+    async (request) => listDeployments(orm, workspaceOf(request).workspaceId, request.query),
+  );
+
+  app.get(
+    "/v2/deployments/:deployment_id",
+    {
+      schema: {
+        tags,
+        summary: "Get a deployment (with an ETag; If-None-Match → 304)",
+        params: DeploymentParams,
+        response: { 200: Deployment, 304: Type.Null({ description: "Not modified." }) },
+      },
+    },
+    async (request, reply) => {
+      const record = await findDeployment(
+        orm,
+        workspaceOf(request).workspaceId,
+        request.params.deployment_id,
+      );
+      if (!record) throw notFound("Deployment not found.");
+      const etag = etagOf(record);
+      reply.header("etag", etag);
+      if (notModified(request.headers["if-none-match"], etag)) return reply.code(304).send(null);
+      return record;
+    },
+  );
+
+  app.patch(
+    "/v2/deployments/:deployment_id",
+    {
+      schema: {
+        tags,
+        summary: "Update a deployment; revision fields make a new revision (DESIGN §3)",
+        params: DeploymentParams,
+        headers: Type.Object({
+          "if-match": Type.Optional(Type.String({ description: "The ETag of a GET; 412 when it changed." })),
+        }),
+        body: PatchDeploymentBody,
+        response: {
+          200: Deployment,
+          400: error("An immutable field was changed, or the deployment is being deleted."),
+          412: error("If-Match does not match the current ETag."),
+          502: error("The code host could not be reached."),
+        },
+      },
+    },
+    async (request, reply) => {
+      const result = await patchDeployment(
+        deps,
+        workspaceOf(request),
+        request.params.deployment_id,
+        request.body,
+        request.headers["if-match"],
+      );
+      reply.header("etag", result.etag);
+      return result.record;
+    },
+  );
+
+  app.delete(
+    "/v2/deployments/:deployment_id",
+    {
+      schema: {
+        tags,
+        summary: "Delete a deployment: the record in AWAITING_DELETE; gone once torn down",
+        params: DeploymentParams,
+        response: { 200: Deployment },
+      },
+    },
+    async (request) => deleteDeployment(deps, workspaceOf(request), request.params.deployment_id),
+  );
+}

@@ -1,0 +1,71 @@
+import { workspaceOf } from "../../http/auth.ts";
+import { ErrorBody } from "../../http/errors.ts";
+import type { App } from "../../http/types.ts";
+import { Deployment, DeploymentParams } from "../deployments/schema.ts";
+import { ListRevisionsQuery, Revision, RevisionList, RevisionParams } from "./schema.ts";
+import { getRevision, interruptRevision, listRevisions, redeployRevision } from "./service.ts";
+
+const tags = ["revisions"];
+const error = (description: string) => ({ ...ErrorBody, description });
+
+export async function revisionRoutes(app: App): Promise<void> {
+  const { deps } = app;
+  const orm = deps.db.orm;
+
+  app.get(
+    "/v2/deployments/:deployment_id/revisions",
+    {
+      schema: {
+        tags,
+        summary: "List a deployment's revisions, newest first",
+        params: DeploymentParams,
+        querystring: ListRevisionsQuery,
+        response: { 200: RevisionList },
+      },
+    },
+    async (request) =>
+      listRevisions(orm, workspaceOf(request).workspaceId, request.params.deployment_id, request.query),
+  );
+
+  app.get(
+    "/v2/deployments/:deployment_id/revisions/:revision_id",
+    {
+      schema: { tags, summary: "Get a revision", params: RevisionParams, response: { 200: Revision } },
+    },
+    async (request) =>
+      getRevision(
+        orm,
+        workspaceOf(request).workspaceId,
+        request.params.deployment_id,
+        request.params.revision_id,
+      ),
+  );
+
+  app.post(
+    "/v2/deployments/:deployment_id/revisions/:revision_id/redeploy",
+    {
+      schema: {
+        tags,
+        summary: "Queue a new revision with this revision's configuration, secrets and commit",
+        params: RevisionParams,
+        response: { 200: Deployment, 400: error("The deployment is being deleted.") },
+      },
+    },
+    async (request) =>
+      redeployRevision(deps, workspaceOf(request), request.params.deployment_id, request.params.revision_id),
+  );
+
+  app.post(
+    "/v2/deployments/:deployment_id/revisions/:revision_id/interrupt",
+    {
+      schema: {
+        tags,
+        summary: "Interrupt a revision that has not ended",
+        params: RevisionParams,
+        response: { 200: Revision, 400: error("The revision has already ended.") },
+      },
+    },
+    async (request) =>
+      interruptRevision(deps, workspaceOf(request), request.params.deployment_id, request.params.revision_id),
+  );
+}

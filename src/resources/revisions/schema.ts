@@ -1,0 +1,39 @@
+import { type Static, Type } from "@sinclair/typebox";
+import { DateTime, Uuid } from "../../http/schemas.ts";
+import { SourceEnum, SourceRevisionConfig, StringEnum } from "../deployments/schema.ts";
+import { REVISION_STATUSES } from "./states.ts";
+
+export const RevisionStatusEnum = StringEnum(REVISION_STATUSES);
+
+export const StatusChange = Type.Object({
+  status: RevisionStatusEnum,
+  at: DateTime,
+  message: Type.Optional(Type.String()),
+});
+
+export const Revision = Type.Object({
+  id: Uuid,
+  created_at: DateTime,
+  updated_at: DateTime,
+  status: RevisionStatusEnum,
+  source: SourceEnum,
+  source_revision_config: SourceRevisionConfig,
+  deployment_id: Uuid,
+  status_history: Type.Array(StatusChange, { description: "Every status the revision took, oldest first." }),
+});
+export type Revision = Static<typeof Revision>;
+
+export const RevisionList = Type.Object({
+  resources: Type.Array(Revision),
+  offset: Type.Integer({ description: "Pass this as `offset` to fetch the next page." }),
+});
+export type RevisionList = Static<typeof RevisionList>;
+
+export const ListRevisionsQuery = Type.Object({
+  limit: Type.Integer({ minimum: 1, maximum: 100, default: 20 }),
+  offset: Type.Integer({ minimum: 0, default: 0 }),
+  status: Type.Optional(Type.String({ description: "Comma-separated revision statuses." })),
+});
+export type ListRevisionsQuery = Static<typeof ListRevisionsQuery>;
+
+export const RevisionParams = Type.Object({ deployment_id: Uuid, revision_id: Uuid });
