@@ -61,6 +61,7 @@ forEachDatabase("reconciler loop", (suite) => {
     assert.equal(d?.active_revision_id, rev);
     assert.equal(d?.source_config.custom_url, "http://happy.localhost:8081");
     assert.equal(runtime.specs.get(rev)?.env.API_TOKEN, "s3cr3t-token-value");
+    assert.equal(runtime.specs.get(rev)?.env.DATABASE_URI, undefined, "no apps database configured");
     assert.deepEqual(
       runtime.calls.filter((c) => c.revisionId === rev).map((c) => c.phase),
       ["prepare", "build", "activate"],
