@@ -30,7 +30,7 @@ export const WORK_CHANNEL = "slipway_work";
 /** NOTIFY channel carrying a revision id after each of its status changes. */
 export const STATUS_CHANNEL = "slipway_status";
 /** Advisory-lock key of the leader's periodic work (health checks). */
-const LEADER_LOCK = 0x51177a8;
+const LEADER_LOCK = 0x51177b5;
 /** Faults (not failures of the app) retried before the revision is given up as failed. */
 const MAX_ATTEMPTS = 3;
 

@@ -2,9 +2,10 @@ import { randomBytes } from "node:crypto";
 import { sql } from "drizzle-orm";
 import type { Config } from "../../src/config.ts";
 import { encryptionContext } from "../../src/crypto/registry.ts";
-import { type Executor, rows } from "../../src/db/client.ts";
+import { rows } from "../../src/db/client.ts";
 import { Reconciler, type ReconcilerOptions } from "../../src/reconciler/reconciler.ts";
 import type { SourceResolver } from "../../src/reconciler/sources.ts";
+import { removeDeployment } from "../../src/resources/deployments/delete.ts";
 import type { Runtime } from "../../src/runtimes/interface.ts";
 import type { TestContext } from "../helpers/harness.ts";
 
@@ -109,10 +110,6 @@ export async function requestDelete(ctx: TestContext, deploymentId: string): Pro
   await ctx.db.notify("slipway_work", deploymentId);
 }
 
-export async function removeDeploymentRow(exec: Executor, id: string): Promise<void> {
-  await exec.execute(sql`DELETE FROM deployments WHERE id = ${id}`);
-}
-
 export interface RevisionRow {
   status: string;
   status_history: { status: string; at: string; message?: string }[];
@@ -173,7 +170,7 @@ export function makeReconciler(
     keyring: ctx.keyring,
     runtime,
     resolveSource: directorySource,
-    removeDeployment: removeDeploymentRow,
+    removeDeployment,
     ...opts,
   });
 }
