@@ -26,6 +26,7 @@ import {
   IN_PLACE_FIELDS,
   isSet,
   isTagRef,
+  keepAllowed,
   REVISION_FIELDS,
 } from "./rules.ts";
 import type { Deployment, PatchDeploymentBody, Secret, SecretReference, Source } from "./schema.ts";
@@ -125,7 +126,8 @@ function planPatch(state: State, body: PatchDeploymentBody): Plan {
 
   const items: ValidationItem[] = checkSourceConfig(d.source, sc, {
     create: false,
-    currentCustomUrl: (d.source_config.custom_url as string | null) ?? null,
+    currentCustomUrl: d.source_config.custom_url,
+    currentListenerId: d.source_config.listener_id,
   });
   if (items.length > 0) throw new ValidationFailed(items);
   for (const field of IMMUTABLE_FIELDS) {
@@ -158,13 +160,11 @@ function planPatch(state: State, body: PatchDeploymentBody): Plan {
   const revSource: Source = body.revision_source ?? d.source;
 
   if (createsRevision(body)) {
-    // Source-specific values carry over only within one source; the rest always does.
+    // The previous values carry over where the revision's source uses them (a source switch
+    // drops the others); before the first revision, the values given at create are the previous.
     const pending = latest === null ? d.pending_revision : null;
-    let baseValues = revisionValues(undefined);
-    if (latest !== null && latest.source === revSource)
-      baseValues = revisionValues(latest.source_revision_config);
-    if (pending && revSource === d.source) baseValues = revisionValues(pending.source_revision_config);
-    const values = { ...baseValues };
+    const previous = latest ? latest.source_revision_config : pending?.source_revision_config;
+    const values = keepAllowed(revSource, revisionValues(previous));
     for (const f of REVISION_FIELDS) if (sentValues[f] !== null) values[f] = sentValues[f];
 
     items.push(...checkRevisionConfig(revSource, values, { withArtifact: true }));

@@ -108,7 +108,7 @@ export function checkName(name: string): ValidationItem[] {
 export function checkSourceConfig(
   source: Source,
   sent: Partial<Record<InPlaceField, unknown>>,
-  opts: { create: boolean; currentCustomUrl?: string | null },
+  opts: { create: boolean; currentCustomUrl?: unknown; currentListenerId?: unknown },
 ): ValidationItem[] {
   const policy = DEPLOYMENT_POLICY[source];
   const items: ValidationItem[] = [];
@@ -134,7 +134,8 @@ export function checkSourceConfig(
   ) {
     items.push(item([...SC, "custom_url"], "Must be an absolute http or https URL."));
   }
-  if (isSet(sent.listener_config) && policy.allowed.includes("listener_config") && !isSet(sent.listener_id)) {
+  const listenerId = isSet(sent.listener_id) ? sent.listener_id : opts.currentListenerId;
+  if (isSet(sent.listener_config) && policy.allowed.includes("listener_config") && !isSet(listenerId)) {
     items.push(item([...SC, "listener_config"], "Needs listener_id."));
   }
   return items;
@@ -203,6 +204,14 @@ export function checkRevisionConfig(
     }
   }
   return items;
+}
+
+/** A previous revision's values that a revision of `source` may keep (the others are dropped). */
+export function keepAllowed(source: Source, values: RevisionValues): RevisionValues {
+  const allowed = REVISION_POLICY[source].allowed;
+  const out = { ...values };
+  for (const f of REVISION_FIELDS) if (!allowed.includes(f)) out[f] = null;
+  return out;
 }
 
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;

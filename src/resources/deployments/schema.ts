@@ -10,8 +10,22 @@ export function StringEnum<const T extends readonly string[]>(
   return Type.Unsafe<T[number]>({ type: "string", enum: [...values], ...opts });
 }
 
+/**
+ * `T | null` as one schema with a type list (and `null` in an enum), not an anyOf: a wrong value
+ * gets one 422 item naming the field instead of one per branch, and serializing is cheaper.
+ */
+export function OrNull<T extends TSchema>(schema: T) {
+  const { type, enum: values } = schema as unknown as { type?: unknown; enum?: unknown[] };
+  if (typeof type !== "string") return Nullable(schema);
+  return Type.Unsafe<Static<T> | null>({
+    ...schema,
+    type: [type, "null"],
+    ...(values ? { enum: [...values, null] } : {}),
+  });
+}
+
 /** Optional and nullable: in requests, omitted and null both mean "not given". */
-const Opt = <T extends TSchema>(schema: T) => Type.Optional(Nullable(schema));
+const Opt = <T extends TSchema>(schema: T) => Type.Optional(OrNull(schema));
 
 /** Unknown keys are dropped (not stored, not an error): Ajv's removeAdditional acts on these. */
 const closed = { additionalProperties: false } as const;
@@ -203,24 +217,24 @@ export const SourceRevisionConfigBody = Type.Object(
 export type SourceRevisionConfigBody = Static<typeof SourceRevisionConfigBody>;
 
 export const SourceConfig = Type.Object({
-  integration_id: Nullable(Uuid),
-  repo_url: Nullable(Type.String()),
-  build_on_push: Nullable(Type.Boolean()),
-  custom_url: Nullable(Type.String()),
-  resource_spec: Nullable(ResourceSpec),
-  listener_id: Nullable(Uuid),
-  listener_config: Nullable(Type.Object({ k8s_namespace: Nullable(Type.String()) })),
-  install_command: Nullable(Type.String()),
-  build_command: Nullable(Type.String()),
+  integration_id: OrNull(Uuid),
+  repo_url: OrNull(Type.String()),
+  build_on_push: OrNull(Type.Boolean()),
+  custom_url: OrNull(Type.String()),
+  resource_spec: OrNull(ResourceSpec),
+  listener_id: OrNull(Uuid),
+  listener_config: OrNull(Type.Object({ k8s_namespace: OrNull(Type.String()) })),
+  install_command: OrNull(Type.String()),
+  build_command: OrNull(Type.String()),
 });
 export type SourceConfig = Static<typeof SourceConfig>;
 
 export const SourceRevisionConfig = Type.Object({
-  repo_ref: Nullable(Type.String()),
-  framework_config_path: Nullable(Type.String()),
-  image_uri: Nullable(Type.String()),
-  source_tarball_path: Nullable(Type.String()),
-  repo_commit_sha: Nullable(Type.String()),
+  repo_ref: OrNull(Type.String()),
+  framework_config_path: OrNull(Type.String()),
+  image_uri: OrNull(Type.String()),
+  source_tarball_path: OrNull(Type.String()),
+  repo_commit_sha: OrNull(Type.String()),
 });
 export type SourceRevisionConfig = Static<typeof SourceRevisionConfig>;
 
@@ -237,10 +251,10 @@ export const Deployment = Type.Object({
   created_at: DateTime,
   updated_at: DateTime,
   status: DeploymentStatusEnum,
-  latest_revision_id: Nullable(Uuid),
-  active_revision_id: Nullable(Uuid),
-  secret_references: Nullable(Type.Array(SecretReference)),
-  image_version: Nullable(Type.String()),
+  latest_revision_id: OrNull(Uuid),
+  active_revision_id: OrNull(Uuid),
+  secret_references: OrNull(Type.Array(SecretReference)),
+  image_version: OrNull(Type.String()),
   deployment_type: DeploymentTypeEnum,
 });
 export type Deployment = Static<typeof Deployment>;
