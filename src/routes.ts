@@ -3,6 +3,8 @@ import type { App } from "./http/types.ts";
 import { platformRoutes } from "./platform/routes.ts";
 import { apiKeyRoutes } from "./resources/api-keys/routes.ts";
 import { deploymentRoutes } from "./resources/deployments/routes.ts";
+import { oauthFlowRoutes } from "./resources/oauth-flows/routes.ts";
+import { oauthProviderRoutes } from "./resources/oauth-providers/routes.ts";
 import { organizationRoutes } from "./resources/organizations/routes.ts";
 import { revisionLogRoutes } from "./resources/revision-logs/routes.ts";
 import { revisionRoutes } from "./resources/revisions/routes.ts";
@@ -20,5 +22,7 @@ export async function routes(app: App, opts: { metrics: Registry }): Promise<voi
   await app.register(revisionRoutes);
   await app.register(tracingProjectRoutes);
   await app.register(tagRoutes);
+  await app.register(oauthProviderRoutes);
+  await app.register(oauthFlowRoutes);
   await app.register(revisionLogRoutes);
 }

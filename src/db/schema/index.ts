@@ -3,4 +3,5 @@
 export * from "./codehost.ts";
 export * from "./deployments.ts";
 export * from "./identity.ts";
+export * from "./oauth.ts";
 export * from "./reconciler.ts";

@@ -1,0 +1,77 @@
+import { boolean, pgTable, text, timestamp, uuid } from "drizzle-orm/pg-core";
+import { organizations } from "./identity.ts";
+
+const ts = (name: string) => timestamp(name, { withTimezone: true });
+
+export type TokenEndpointAuthMethod = "client_secret_post" | "client_secret_basic" | "none";
+export type CodeChallengeMethod = "S256" | "plain";
+export type FlowStatus = "pending" | "completed" | "failed";
+
+export const oauthProviders = pgTable("oauth_providers", {
+  id: uuid("id").primaryKey(),
+  organizationId: uuid("organization_id")
+    .notNull()
+    .references(() => organizations.id),
+  providerId: text("provider_id").notNull(),
+  name: text("name").notNull(),
+  clientId: text("client_id").notNull(),
+  clientSecretEnc: text("client_secret_enc"),
+  authUrl: text("auth_url").notNull(),
+  tokenUrl: text("token_url").notNull(),
+  usesPkce: boolean("uses_pkce").notNull(),
+  codeChallengeMethod: text("code_challenge_method").$type<CodeChallengeMethod>(),
+  tokenEndpointAuthMethod: text("token_endpoint_auth_method")
+    .$type<TokenEndpointAuthMethod>()
+    .notNull()
+    .default("client_secret_post"),
+  providerType: text("provider_type"),
+  mcpServerUrl: text("mcp_server_url"),
+  isDynamicClient: boolean("is_dynamic_client").notNull().default(false),
+  issuer: text("issuer"),
+  createdAt: ts("created_at").notNull().defaultNow(),
+  updatedAt: ts("updated_at").notNull().defaultNow(),
+});
+
+export const oauthTokens = pgTable("oauth_tokens", {
+  id: uuid("id").primaryKey(),
+  organizationId: uuid("organization_id")
+    .notNull()
+    .references(() => organizations.id),
+  providerRef: uuid("provider_ref")
+    .notNull()
+    .references(() => oauthProviders.id),
+  userId: text("user_id").notNull(),
+  agentId: text("agent_id").notNull().default(""),
+  scopes: text("scopes").array().notNull().default([]),
+  tokenType: text("token_type").notNull(),
+  accessTokenEnc: text("access_token_enc").notNull(),
+  refreshTokenEnc: text("refresh_token_enc"),
+  issuer: text("issuer").notNull(),
+  expiresAt: ts("expires_at"),
+  issuedAt: ts("issued_at").notNull(),
+  createdAt: ts("created_at").notNull().defaultNow(),
+  updatedAt: ts("updated_at").notNull().defaultNow(),
+});
+
+export const oauthFlows = pgTable("oauth_flows", {
+  id: uuid("id").primaryKey(),
+  organizationId: uuid("organization_id")
+    .notNull()
+    .references(() => organizations.id),
+  providerRef: uuid("provider_ref")
+    .notNull()
+    .references(() => oauthProviders.id),
+  userId: text("user_id").notNull(),
+  agentId: text("agent_id").notNull().default(""),
+  scopes: text("scopes").array().notNull().default([]),
+  stateHash: text("state_hash").notNull(),
+  codeVerifierEnc: text("code_verifier_enc"),
+  redirectUri: text("redirect_uri").notNull(),
+  status: text("status").$type<FlowStatus>().notNull().default("pending"),
+  failureReason: text("failure_reason"),
+  tokenRef: uuid("token_ref").references(() => oauthTokens.id),
+  createdAt: ts("created_at").notNull().defaultNow(),
+  expiresAt: ts("expires_at").notNull(),
+  consumedAt: ts("consumed_at"),
+  finishedAt: ts("finished_at"),
+});

@@ -1,0 +1,150 @@
+import { and, eq, isNull } from "drizzle-orm";
+import type { Database } from "../../db/client.ts";
+import { oauthFlows, oauthProviders } from "../../db/schema/oauth.ts";
+import { exchangeCode, OAuthCallFailed } from "../../oauth/client.ts";
+import { hashState, verifierContext } from "./authenticate.ts";
+import { FLOW_CHANNEL, type FlowEnv, providerClient } from "./env.ts";
+import { saveTokens } from "./token-store.ts";
+
+export interface CallbackOutcome {
+  status: number;
+  ok: boolean;
+  title: string;
+  message: string;
+  /** The flow this callback settled, if the state named one. */
+  flowId: string | null;
+}
+
+type FlowRow = typeof oauthFlows.$inferSelect;
+
+const clip = (text: string, max: number) => (text.length > max ? `${text.slice(0, max)}…` : text);
+
+const START_AGAIN = "Start again from the application.";
+
+/**
+ * The browser's return from the provider: the state is consumed (single use, bound to this
+ * provider, not expired), the code is exchanged, and the tokens are stored. Every failure is
+ * recorded on the flow, so `wait` reports it, and nothing is stored.
+ */
+export async function handleCallback(
+  db: Database,
+  env: FlowEnv,
+  slug: string,
+  params: URLSearchParams,
+): Promise<CallbackOutcome> {
+  const orm = db.orm;
+  const state = params.get("state");
+  if (state === null || state === "") {
+    return {
+      status: 400,
+      ok: false,
+      title: "Sign-in failed",
+      message: `The request has no state. ${START_AGAIN}`,
+      flowId: null,
+    };
+  }
+  const [flow] = await orm
+    .update(oauthFlows)
+    .set({ consumedAt: new Date() })
+    .where(and(eq(oauthFlows.stateHash, hashState(state)), isNull(oauthFlows.consumedAt)))
+    .returning();
+  if (!flow) {
+    return {
+      status: 400,
+      ok: false,
+      title: "Sign-in failed",
+      message: `This sign-in link is not valid or was already used. ${START_AGAIN}`,
+      flowId: null,
+    };
+  }
+
+  const finish = async (status: number, reason: string): Promise<CallbackOutcome> => {
+    await orm
+      .update(oauthFlows)
+      .set({ status: "failed", failureReason: reason, finishedAt: new Date(), codeVerifierEnc: null })
+      .where(eq(oauthFlows.id, flow.id));
+    await db.notify(FLOW_CHANNEL, flow.id);
+    return {
+      status,
+      ok: false,
+      title: "Sign-in failed",
+      message: `${reason} ${START_AGAIN}`,
+      flowId: flow.id,
+    };
+  };
+
+  const [provider] = await orm.select().from(oauthProviders).where(eq(oauthProviders.id, flow.providerRef));
+  if (!provider || provider.providerId !== slug) {
+    return finish(400, "The sign-in came back for another provider than it was started for.");
+  }
+  if (flow.expiresAt.getTime() <= Date.now()) {
+    return finish(400, "The sign-in took too long and expired.");
+  }
+  const error = params.get("error");
+  if (error !== null) {
+    const description = params.get("error_description");
+    return finish(
+      400,
+      `The provider refused the authorization: ${clip(error, 100)}${description ? ` (${clip(description, 300)})` : ""}.`,
+    );
+  }
+  if (!params.get("code")) return finish(400, "The provider sent no authorization code.");
+
+  return exchange(db, env, flow, provider, params, state, finish);
+}
+
+async function exchange(
+  db: Database,
+  env: FlowEnv,
+  flow: FlowRow,
+  provider: typeof oauthProviders.$inferSelect,
+  params: URLSearchParams,
+  state: string,
+  finish: (status: number, reason: string) => Promise<CallbackOutcome>,
+): Promise<CallbackOutcome> {
+  const verifier =
+    flow.codeVerifierEnc === null
+      ? null
+      : env.keyring.decrypt(flow.codeVerifierEnc, verifierContext(flow.id));
+  let result: Awaited<ReturnType<typeof exchangeCode>>;
+  try {
+    result = await exchangeCode(providerClient(provider, env.keyring), env.fetch, params, {
+      state,
+      redirectUri: flow.redirectUri,
+      codeVerifier: verifier,
+    });
+  } catch (err) {
+    return finish(
+      502,
+      err instanceof OAuthCallFailed ? err.message : "Exchanging the code for tokens failed.",
+    );
+  }
+  const { tokens, issuer } = result;
+  await db.orm.transaction(async (tx) => {
+    const row = await saveTokens(
+      tx,
+      env.keyring,
+      {
+        organizationId: flow.organizationId,
+        providerRef: flow.providerRef,
+        userId: flow.userId,
+        agentId: flow.agentId,
+      },
+      tokens,
+      tokens.scope ?? flow.scopes,
+      issuer,
+    );
+    await tx
+      .update(oauthFlows)
+      .set({ status: "completed", tokenRef: row.id, finishedAt: new Date(), codeVerifierEnc: null })
+      .where(eq(oauthFlows.id, flow.id));
+  });
+  await db.notify(FLOW_CHANNEL, flow.id);
+  return {
+    status: 200,
+    ok: true,
+    title: "Authorization complete",
+    message: "You can close this window and return to the application.",
+    flowId: flow.id,
+  };
+}

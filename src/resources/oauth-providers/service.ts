@@ -1,0 +1,262 @@
+import { randomUUID } from "node:crypto";
+import { and, asc, eq } from "drizzle-orm";
+import type { Config } from "../../config.ts";
+import type { Keyring } from "../../crypto/envelope.ts";
+import { encryptionContext } from "../../crypto/registry.ts";
+import type { Executor } from "../../db/client.ts";
+import { isUniqueViolation } from "../../db/errors.ts";
+import {
+  type CodeChallengeMethod,
+  oauthProviders,
+  type TokenEndpointAuthMethod,
+} from "../../db/schema/oauth.ts";
+import { conflict, notFound, ValidationFailed } from "../../http/errors.ts";
+import { iso } from "../../http/schemas.ts";
+import { settingsProblems } from "./rules.ts";
+import type { CreateProviderBody, OAuthProvider, PatchProviderBody } from "./schema.ts";
+
+export type ProviderRow = typeof oauthProviders.$inferSelect;
+
+/** What provider services need besides the database. */
+export interface ProviderEnv {
+  config: Config;
+  keyring: Keyring;
+}
+
+export function toProvider(row: ProviderRow): OAuthProvider {
+  return {
+    id: row.id,
+    organization_id: row.organizationId,
+    provider_id: row.providerId,
+    name: row.name,
+    client_id: row.clientId,
+    auth_url: row.authUrl,
+    token_url: row.tokenUrl,
+    uses_pkce: row.usesPkce,
+    code_challenge_method: row.codeChallengeMethod,
+    created_at: iso(row.createdAt),
+    updated_at: iso(row.updatedAt),
+    provider_type: row.providerType,
+    mcp_server_url: row.mcpServerUrl,
+    token_endpoint_auth_method: row.tokenEndpointAuthMethod,
+    is_dynamic_client: row.isDynamicClient,
+    has_client_secret: row.clientSecretEnc !== null,
+  };
+}
+
+const secretContext = (id: string) => encryptionContext("oauth_providers", "client_secret_enc", id);
+
+/** The stored client secret in the clear, for the token endpoint only. */
+export function clientSecretOf(row: ProviderRow, keyring: Keyring): string | null {
+  return row.clientSecretEnc === null ? null : keyring.decrypt(row.clientSecretEnc, secretContext(row.id));
+}
+
+const duplicate = (slug: string) =>
+  conflict(`An OAuth provider with provider_id "${slug}" already exists in this organization.`);
+
+export async function listProviders(exec: Executor, organizationId: string): Promise<OAuthProvider[]> {
+  const list = await exec
+    .select()
+    .from(oauthProviders)
+    .where(eq(oauthProviders.organizationId, organizationId))
+    .orderBy(asc(oauthProviders.createdAt), asc(oauthProviders.id));
+  return list.map(toProvider);
+}
+
+/** The provider row by slug; another organization's provider is not found. */
+export async function findProviderRow(
+  exec: Executor,
+  organizationId: string,
+  slug: string,
+): Promise<ProviderRow | undefined> {
+  const [row] = await exec
+    .select()
+    .from(oauthProviders)
+    .where(and(eq(oauthProviders.organizationId, organizationId), eq(oauthProviders.providerId, slug)));
+  return row;
+}
+
+export async function getProviderRow(
+  exec: Executor,
+  organizationId: string,
+  slug: string,
+): Promise<ProviderRow> {
+  const row = await findProviderRow(exec, organizationId, slug);
+  if (!row) throw notFound(`OAuth provider "${slug}" not found.`);
+  return row;
+}
+
+export async function providerExists(exec: Executor, organizationId: string, slug: string): Promise<boolean> {
+  return (await findProviderRow(exec, organizationId, slug)) !== undefined;
+}
+
+/** Everything a new provider row holds; the secret in the clear (encrypted here). */
+export interface NewProvider {
+  providerId: string;
+  name: string;
+  clientId: string;
+  clientSecret: string | null;
+  authUrl: string;
+  tokenUrl: string;
+  usesPkce: boolean;
+  codeChallengeMethod: CodeChallengeMethod | null;
+  tokenEndpointAuthMethod: TokenEndpointAuthMethod;
+  providerType: string | null;
+  mcpServerUrl: string | null;
+  isDynamicClient: boolean;
+  issuer: string | null;
+}
+
+export async function insertProvider(
+  exec: Executor,
+  keyring: Keyring,
+  organizationId: string,
+  p: NewProvider,
+): Promise<OAuthProvider> {
+  const id = randomUUID();
+  try {
+    const [row] = await exec
+      .insert(oauthProviders)
+      .values({
+        id,
+        organizationId,
+        providerId: p.providerId,
+        name: p.name,
+        clientId: p.clientId,
+        clientSecretEnc: p.clientSecret === null ? null : keyring.encrypt(p.clientSecret, secretContext(id)),
+        authUrl: p.authUrl,
+        tokenUrl: p.tokenUrl,
+        usesPkce: p.usesPkce,
+        codeChallengeMethod: p.codeChallengeMethod,
+        tokenEndpointAuthMethod: p.tokenEndpointAuthMethod,
+        providerType: p.providerType,
+        mcpServerUrl: p.mcpServerUrl,
+        isDynamicClient: p.isDynamicClient,
+        issuer: p.issuer,
+      })
+      .returning();
+    return toProvider(row as ProviderRow);
+  } catch (err) {
+    if (isUniqueViolation(err)) throw duplicate(p.providerId);
+    throw err;
+  }
+}
+
+export async function createProvider(
+  exec: Executor,
+  env: ProviderEnv,
+  organizationId: string,
+  body: CreateProviderBody,
+): Promise<OAuthProvider> {
+  const usesPkce = body.uses_pkce ?? true;
+  const method = body.token_endpoint_auth_method ?? "client_secret_post";
+  const secret = body.client_secret ?? null;
+  const pkceMethod = body.code_challenge_method ?? (usesPkce ? "S256" : null);
+  const problems = settingsProblems(
+    {
+      authUrl: body.auth_url,
+      tokenUrl: body.token_url,
+      mcpServerUrl: body.mcp_server_url ?? null,
+      tokenEndpointAuthMethod: method,
+      hasClientSecret: secret !== null,
+      secretGiven: secret !== null,
+      usesPkce,
+      codeChallengeMethod: pkceMethod,
+    },
+    env.config,
+  );
+  if (problems.length > 0) throw new ValidationFailed(problems);
+  return insertProvider(exec, env.keyring, organizationId, {
+    providerId: body.provider_id,
+    name: body.name,
+    clientId: body.client_id,
+    clientSecret: secret,
+    authUrl: body.auth_url,
+    tokenUrl: body.token_url,
+    usesPkce,
+    codeChallengeMethod: pkceMethod,
+    tokenEndpointAuthMethod: method,
+    providerType: body.provider_type ?? null,
+    mcpServerUrl: body.mcp_server_url ?? null,
+    isDynamicClient: false,
+    issuer: null,
+  });
+}
+
+export async function getProvider(
+  exec: Executor,
+  organizationId: string,
+  slug: string,
+): Promise<OAuthProvider> {
+  return toProvider(await getProviderRow(exec, organizationId, slug));
+}
+
+/** Applies the non-null fields, checks the resulting record with the create rules, and saves it. */
+export async function patchProvider(
+  exec: Executor,
+  env: ProviderEnv,
+  organizationId: string,
+  slug: string,
+  body: PatchProviderBody,
+): Promise<OAuthProvider> {
+  return exec.transaction(async (tx) => {
+    const [row] = await tx
+      .select()
+      .from(oauthProviders)
+      .where(and(eq(oauthProviders.organizationId, organizationId), eq(oauthProviders.providerId, slug)))
+      .for("update");
+    if (!row) throw notFound(`OAuth provider "${slug}" not found.`);
+    const usesPkce = body.uses_pkce ?? row.usesPkce;
+    let pkceMethod: CodeChallengeMethod | null;
+    if (body.code_challenge_method != null) pkceMethod = body.code_challenge_method;
+    else if (!usesPkce) pkceMethod = null;
+    else pkceMethod = row.codeChallengeMethod ?? "S256";
+    const secret = body.client_secret ?? null;
+    const authUrl = body.auth_url ?? row.authUrl;
+    const tokenUrl = body.token_url ?? row.tokenUrl;
+    const problems = settingsProblems(
+      {
+        authUrl,
+        tokenUrl,
+        mcpServerUrl: row.mcpServerUrl,
+        tokenEndpointAuthMethod: row.tokenEndpointAuthMethod,
+        hasClientSecret: secret !== null || row.clientSecretEnc !== null,
+        secretGiven: secret !== null,
+        usesPkce,
+        codeChallengeMethod: pkceMethod,
+      },
+      env.config,
+    );
+    if (problems.length > 0) throw new ValidationFailed(problems);
+    const [updated] = await tx
+      .update(oauthProviders)
+      .set({
+        name: body.name ?? row.name,
+        clientId: body.client_id ?? row.clientId,
+        clientSecretEnc:
+          secret === null ? row.clientSecretEnc : env.keyring.encrypt(secret, secretContext(row.id)),
+        authUrl,
+        tokenUrl,
+        usesPkce,
+        codeChallengeMethod: pkceMethod,
+        updatedAt: new Date(),
+      })
+      .where(eq(oauthProviders.id, row.id))
+      .returning();
+    return toProvider(updated as ProviderRow);
+  });
+}
+
+/** Deletes the provider with its tokens and flows; returns the record as it was. */
+export async function deleteProvider(
+  exec: Executor,
+  organizationId: string,
+  slug: string,
+): Promise<OAuthProvider> {
+  const [row] = await exec
+    .delete(oauthProviders)
+    .where(and(eq(oauthProviders.organizationId, organizationId), eq(oauthProviders.providerId, slug)))
+    .returning();
+  if (!row) throw notFound(`OAuth provider "${slug}" not found.`);
+  return toProvider(row);
+}
