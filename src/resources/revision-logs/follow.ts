@@ -48,10 +48,14 @@ export async function followLogs(
     wake();
   };
   res.on("close", onClose);
+  // A write racing the client's departure must not become an unhandled error.
+  res.on("error", () => {});
   const unlisten = await db.listen(LOGS_CHANNEL, (payload) => {
     if (payload === revisionId) wake();
   });
-  const heartbeat = setInterval(() => res.write(": keep-alive\n\n"), HEARTBEAT_MS);
+  const heartbeat = setInterval(() => {
+    if (!closed) res.write(": keep-alive\n\n");
+  }, HEARTBEAT_MS);
   try {
     while (!closed) {
       // Status first: lines stored before it turned terminal are then all in the next read.
@@ -60,6 +64,7 @@ export async function followLogs(
         sql`SELECT status FROM revisions WHERE id = ${revisionId}`,
       );
       const batch = await logsAfter(db.orm, revisionId, q.type, after, BATCH);
+      if (closed) break;
       for (const line of batch) {
         res.write(
           `id: ${line.id}\ndata: ${JSON.stringify({ at: line.at, line: line.line, stream: line.stream })}\n\n`,
