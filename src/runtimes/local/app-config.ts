@@ -1,0 +1,146 @@
+import { readFile, realpath, rename, writeFile } from "node:fs/promises";
+import { isAbsolute, relative, resolve } from "node:path";
+import { BuildError } from "../interface.ts";
+
+/** What `activate` needs, resolved once by `build` and stored beside it (so a restart needs no rebuild). */
+export type BuildRecord =
+  | { version: 1; kind: "process"; start: string; healthcheck: string; env: Record<string, string> }
+  | { version: 1; kind: "image"; image: string; healthcheck: string; env: Record<string, string> };
+
+const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+/** package.json as far as we read it; undefined when absent or unreadable. */
+export async function readPackageJson(appDir: string): Promise<Record<string, unknown> | undefined> {
+  try {
+    const parsed: unknown = JSON.parse(await readFile(resolve(appDir, "package.json"), "utf8"));
+    return isObject(parsed) ? parsed : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+export function packageScript(pkg: Record<string, unknown> | undefined, name: string): string | undefined {
+  const scripts = pkg?.scripts;
+  if (!isObject(scripts)) return undefined;
+  const script = scripts[name];
+  return typeof script === "string" && script.trim() !== "" ? script : undefined;
+}
+
+function fail(log: (line: string) => void, message: string): never {
+  log(`error: ${message}`);
+  throw new BuildError(message);
+}
+
+/** Reads the app config file the revision names, refusing paths that leave the source tree. */
+async function readConfigFile(
+  appDir: string,
+  configPath: string,
+  log: (line: string) => void,
+): Promise<Record<string, unknown>> {
+  if (isAbsolute(configPath)) fail(log, `app config path "${configPath}" must be relative to the source`);
+  const full = resolve(appDir, configPath);
+  let real: string;
+  try {
+    real = await realpath(full);
+  } catch {
+    fail(log, `app config file "${configPath}" was not found in the source`);
+  }
+  const inside = relative(await realpath(appDir), real);
+  if (inside === "" || inside.startsWith("..") || isAbsolute(inside)) {
+    fail(log, `app config path "${configPath}" points outside the source`);
+  }
+  let text: string;
+  try {
+    text = await readFile(real, "utf8");
+  } catch (err) {
+    fail(log, `app config file "${configPath}" could not be read: ${(err as Error).message}`);
+  }
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch (err) {
+    fail(log, `app config file "${configPath}" is not valid JSON: ${(err as Error).message}`);
+  }
+  if (!isObject(parsed)) fail(log, `app config file "${configPath}" must hold a JSON object`);
+  return parsed;
+}
+
+/**
+ * The app config: `{"start", "healthcheck", "env"}` from `configPath` (when given) with defaults
+ * from package.json. Anything missing or malformed is a BuildError after a log line saying why.
+ */
+export async function resolveAppConfig(
+  appDir: string,
+  configPath: string | undefined,
+  log: (line: string) => void,
+): Promise<{ start: string; healthcheck: string; env: Record<string, string> }> {
+  const file = configPath ? await readConfigFile(appDir, configPath, log) : {};
+  const where = configPath ? `app config "${configPath}"` : "app config";
+
+  let start: string;
+  if (file.start !== undefined) {
+    if (typeof file.start !== "string" || file.start.trim() === "") {
+      fail(log, `${where}: "start" must be a non-empty string`);
+    }
+    start = file.start;
+  } else if (packageScript(await readPackageJson(appDir), "start") !== undefined) {
+    start = "npm start";
+  } else {
+    fail(log, `${where} has no "start" command and package.json has no "start" script`);
+  }
+
+  let healthcheck = "/";
+  if (file.healthcheck !== undefined) {
+    if (typeof file.healthcheck !== "string" || !/^\/[^\s]*$/.test(file.healthcheck)) {
+      fail(log, `${where}: "healthcheck" must be a URL path starting with "/"`);
+    }
+    healthcheck = file.healthcheck;
+  }
+
+  const env: Record<string, string> = {};
+  if (file.env !== undefined) {
+    if (!isObject(file.env)) fail(log, `${where}: "env" must be an object of strings`);
+    for (const [name, value] of Object.entries(file.env)) {
+      if (!ENV_NAME.test(name)) fail(log, `${where}: env name "${name}" is not a valid variable name`);
+      if (typeof value !== "string") fail(log, `${where}: env "${name}" must be a string`);
+      env[name] = value;
+    }
+  }
+  return { start, healthcheck, env };
+}
+
+export async function writeBuildRecord(path: string, record: BuildRecord): Promise<void> {
+  // Written to a temporary name and renamed, so a crash never leaves a half record that looks built.
+  await writeFile(`${path}.tmp`, `${JSON.stringify(record, null, 2)}\n`);
+  await rename(`${path}.tmp`, path);
+}
+
+export async function readBuildRecord(path: string): Promise<BuildRecord | undefined> {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(await readFile(path, "utf8"));
+  } catch {
+    return undefined;
+  }
+  if (!isObject(parsed) || parsed.version !== 1 || typeof parsed.healthcheck !== "string") return undefined;
+  const env = isObject(parsed.env) ? parsed.env : {};
+  const strings: Record<string, string> = {};
+  for (const [k, v] of Object.entries(env)) if (typeof v === "string") strings[k] = v;
+  if (parsed.kind === "process" && typeof parsed.start === "string") {
+    return {
+      version: 1,
+      kind: "process",
+      start: parsed.start,
+      healthcheck: parsed.healthcheck,
+      env: strings,
+    };
+  }
+  if (parsed.kind === "image" && typeof parsed.image === "string") {
+    return { version: 1, kind: "image", image: parsed.image, healthcheck: parsed.healthcheck, env: strings };
+  }
+  return undefined;
+}

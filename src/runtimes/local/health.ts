@@ -1,0 +1,53 @@
+import { request } from "node:http";
+import { setTimeout as sleep } from "node:timers/promises";
+
+/** One GET: the status, or a short reason when nothing answered. */
+export function probe(port: number, path: string, timeoutMs: number): Promise<number | string> {
+  return new Promise((resolve) => {
+    const req = request(
+      { host: "127.0.0.1", port, path, method: "GET", agent: false, timeout: timeoutMs },
+      (res) => {
+        res.resume();
+        resolve(res.statusCode ?? 0);
+      },
+    );
+    req.on("timeout", () => req.destroy(new Error("no answer in time")));
+    req.on("error", (err: NodeJS.ErrnoException) =>
+      resolve(err.code === "ECONNREFUSED" ? "connection refused" : err.message),
+    );
+    req.end();
+  });
+}
+
+export interface HealthWait {
+  port: number;
+  path: string;
+  timeoutMs: number;
+  signal: AbortSignal;
+  /** Set once the process has exited; the wait stops with that description. */
+  exited: () => string | undefined;
+}
+
+export type HealthResult = { ok: true } | { ok: false; reason: string };
+
+/** Polls until GET `path` answers with a status below 500, the process exits, time runs out or abort. */
+export async function waitHealthy(w: HealthWait): Promise<HealthResult> {
+  const deadline = Date.now() + w.timeoutMs;
+  let last = "no answer yet";
+  for (;;) {
+    if (w.signal.aborted) return { ok: false, reason: "interrupted" };
+    const exit = w.exited();
+    if (exit !== undefined) return { ok: false, reason: exit };
+    const left = deadline - Date.now();
+    if (left <= 0) {
+      return {
+        ok: false,
+        reason: `did not answer GET ${w.path} with a status below 500 within ${w.timeoutMs} ms (last: ${last})`,
+      };
+    }
+    const result = await probe(w.port, w.path, Math.max(50, Math.min(2000, left)));
+    if (typeof result === "number" && result < 500) return { ok: true };
+    last = typeof result === "number" ? `status ${result}` : result;
+    await sleep(Math.min(50, Math.max(0, deadline - Date.now())));
+  }
+}

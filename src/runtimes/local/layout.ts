@@ -1,0 +1,47 @@
+import { join } from "node:path";
+
+/** Ids become directory names; anything but a plain token would let a caller escape the data dir. */
+const SAFE_ID = /^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$/;
+
+function segment(kind: string, id: string): string {
+  if (!SAFE_ID.test(id)) throw new Error(`${kind} id "${id}" is not usable as a directory name`);
+  return id;
+}
+
+/**
+ * Where the local runtime keeps its files under the data dir:
+ *   apps/<deploymentId>/<revisionId>/app/         the revision's source tree, built in place
+ *   apps/<deploymentId>/<revisionId>/build.json   the resolved app config, written last by build
+ *   runtime/home, runtime/npm-cache               HOME and npm cache of builds and apps
+ */
+export class Layout {
+  constructor(readonly dataDir: string) {}
+
+  get appsDir(): string {
+    return join(this.dataDir, "apps");
+  }
+
+  deploymentDir(deploymentId: string): string {
+    return join(this.appsDir, segment("deployment", deploymentId));
+  }
+
+  revisionDir(deploymentId: string, revisionId: string): string {
+    return join(this.deploymentDir(deploymentId), segment("revision", revisionId));
+  }
+
+  appDir(deploymentId: string, revisionId: string): string {
+    return join(this.revisionDir(deploymentId, revisionId), "app");
+  }
+
+  buildRecord(deploymentId: string, revisionId: string): string {
+    return join(this.revisionDir(deploymentId, revisionId), "build.json");
+  }
+
+  get homeDir(): string {
+    return join(this.dataDir, "runtime", "home");
+  }
+
+  get npmCacheDir(): string {
+    return join(this.dataDir, "runtime", "npm-cache");
+  }
+}

@@ -1,0 +1,262 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { setTimeout as sleep } from "node:timers/promises";
+import { DeployError } from "../interface.ts";
+import { CONTAINER_PORT, engineEnv, removeContainer, runArgs } from "./container.ts";
+import { abortError } from "./exec.ts";
+import { waitHealthy } from "./health.ts";
+import { forEachLine } from "./lines.ts";
+import type { ProcessRecord } from "./orphans.ts";
+import { releasePort, takePort } from "./ports.ts";
+import { killGroup } from "./process-group.ts";
+
+/** How a replica is started: a shell command in the revision's directory, or a container image. */
+export type Launch =
+  | { kind: "process"; command: string; cwd: string; dataLimitBytes?: number }
+  | {
+      kind: "container";
+      engine: string;
+      image: string;
+      name: string;
+      deploymentId: string;
+      memoryLimitMb?: number;
+    };
+
+export interface ReplicaOptions {
+  /** "web.1", "web.2", … in log lines. */
+  label: string;
+  launch: Launch;
+  /** The app's environment without PORT (set per start). */
+  env: Record<string, string>;
+  healthPath: string;
+  healthTimeoutMs: number;
+  stopGraceMs: number;
+  /** First restart delay after a crash; doubles per consecutive crash up to MAX_BACKOFF_MS. */
+  restartBackoffMs: number;
+  log: (line: string) => void;
+  record: ProcessRecord;
+}
+
+const MAX_BACKOFF_MS = 30_000;
+/** A process that ran this long before crashing starts the back-off over. */
+const STABLE_MS = 30_000;
+
+type State = "new" | "starting" | "ready" | "waiting" | "stopped";
+
+/**
+ * One running copy of an app: its process (group), its port, the requests it is serving, and —
+ * once supervised — restarts with exponential back-off when it crashes.
+ */
+export class Replica {
+  port = 0;
+  private state: State = "new";
+  private child: ChildProcess | undefined;
+  private exitInfo: string | undefined;
+  private closed: Promise<void> = Promise.resolve();
+  private cleanup: Promise<void> | undefined;
+  private startedAt = 0;
+  private crashes = 0;
+  private supervised = false;
+  private restartTimer: NodeJS.Timeout | undefined;
+  private restartAbort: AbortController | undefined;
+  private inflightCount = 0;
+  private idleWaiters: (() => void)[] = [];
+
+  constructor(private readonly o: ReplicaOptions) {}
+
+  get label(): string {
+    return this.o.label;
+  }
+
+  get ready(): boolean {
+    return this.state === "ready";
+  }
+
+  get pid(): number | undefined {
+    return this.child?.pid;
+  }
+
+  get inflight(): number {
+    return this.inflightCount;
+  }
+
+  /** Starts the process and waits until it is healthy; on failure it is stopped and DeployError thrown. */
+  async start(signal: AbortSignal): Promise<void> {
+    const result = await this.launch(signal);
+    if (signal.aborted) {
+      await this.stop();
+      throw abortError(signal);
+    }
+    if (!result.ok) {
+      await this.stop();
+      throw new DeployError(`process ${this.o.label} ${result.reason}`);
+    }
+    this.state = "ready";
+  }
+
+  /** From now on a crash is answered with a restart instead of being final. */
+  supervise(): void {
+    this.supervised = true;
+    // It may have crashed between becoming healthy and being put to work.
+    if (this.state === "waiting" && this.restartTimer === undefined) this.scheduleRestart();
+  }
+
+  acquire(): void {
+    this.inflightCount++;
+  }
+
+  release(): void {
+    this.inflightCount--;
+    if (this.inflightCount === 0) for (const wake of this.idleWaiters.splice(0)) wake();
+  }
+
+  /** Resolves when no proxied request is in flight, or after `timeoutMs`. */
+  whenIdle(timeoutMs: number): Promise<void> {
+    if (this.inflightCount === 0) return Promise.resolve();
+    return new Promise((resolve) => {
+      const timer = setTimeout(resolve, timeoutMs);
+      this.idleWaiters.push(() => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
+  }
+
+  /** Ends the process group (SIGTERM, then SIGKILL after the grace period). Idempotent. */
+  async stop(): Promise<void> {
+    this.state = "stopped";
+    clearTimeout(this.restartTimer);
+    this.restartAbort?.abort();
+    await this.end();
+  }
+
+  private async launch(signal: AbortSignal) {
+    this.state = "starting";
+    this.port = await takePort();
+    this.spawnChild();
+    return waitHealthy({
+      port: this.port,
+      path: this.o.healthPath,
+      timeoutMs: this.o.healthTimeoutMs,
+      signal,
+      exited: () => this.exitInfo,
+    });
+  }
+
+  private spawnChild(): void {
+    const { launch } = this.o;
+    let file: string;
+    let args: string[];
+    let env: Record<string, string>;
+    let cwd: string | undefined;
+    if (launch.kind === "process") {
+      env = { ...this.o.env, PORT: String(this.port) };
+      cwd = launch.cwd;
+      file = "sh";
+      args =
+        launch.dataLimitBytes === undefined
+          ? ["-c", launch.command]
+          : // ulimit in a wrapper shell, so the limit binds the user's command and all it starts.
+            [
+              "-c",
+              'ulimit -d "$1" && exec sh -c "$2"',
+              "sh",
+              String(Math.ceil(launch.dataLimitBytes / 1024)),
+              launch.command,
+            ];
+    } else {
+      const appEnv = { ...this.o.env, PORT: String(CONTAINER_PORT) };
+      env = { ...engineEnv(), ...appEnv };
+      file = launch.engine;
+      args = runArgs({
+        name: launch.name,
+        image: launch.image,
+        hostPort: this.port,
+        envNames: Object.keys(appEnv),
+        memoryLimitMb: launch.memoryLimitMb,
+        deploymentId: launch.deploymentId,
+      });
+    }
+    this.exitInfo = undefined;
+    this.cleanup = undefined;
+    this.startedAt = Date.now();
+    const child = spawn(file, args, { cwd, env, detached: true, stdio: ["ignore", "pipe", "pipe"] });
+    this.child = child;
+    const pid = child.pid;
+    if (pid !== undefined) this.o.record.add(pid);
+    forEachLine(child.stdout, this.o.log);
+    forEachLine(child.stderr, this.o.log);
+    let settle: () => void = () => {};
+    this.closed = new Promise((resolve) => {
+      settle = resolve;
+    });
+    child.once("error", (err) => {
+      // Spawning itself failed (no such program): there is no process to wait for.
+      if (pid === undefined) this.onClosed(child, `could not be started: ${err.message}`, settle);
+    });
+    // Leftovers of the group would keep the pipes (and so "close") open: end them with the leader.
+    child.once("exit", () => {
+      if (pid !== undefined) this.cleanup ??= killGroup(pid, this.o.stopGraceMs);
+    });
+    child.once("close", (code, sig) => {
+      const how = sig ? `was killed by ${sig}` : `exited with code ${code}`;
+      this.onClosed(child, how, settle);
+    });
+  }
+
+  private onClosed(child: ChildProcess, how: string, settle: () => void): void {
+    if (child.pid !== undefined) this.o.record.remove(child.pid);
+    settle();
+    if (child !== this.child) return;
+    this.exitInfo = how;
+    releasePort(this.port);
+    if (this.state === "ready") {
+      this.state = "waiting";
+      if (this.supervised) this.scheduleRestart();
+    }
+  }
+
+  private scheduleRestart(): void {
+    if (Date.now() - this.startedAt >= STABLE_MS) this.crashes = 0;
+    const delay = Math.min(MAX_BACKOFF_MS, this.o.restartBackoffMs * 2 ** this.crashes);
+    this.crashes++;
+    this.o.log(`slipway: process ${this.o.label} ${this.exitInfo ?? "stopped"}; restarting in ${delay} ms`);
+    this.state = "waiting";
+    this.restartTimer = setTimeout(() => void this.restart(), delay);
+  }
+
+  private get stopped(): boolean {
+    return this.state === "stopped";
+  }
+
+  private async restart(): Promise<void> {
+    if (this.stopped) return;
+    const abort = new AbortController();
+    this.restartAbort = abort;
+    await this.end();
+    if (this.stopped) return;
+    const result = await this.launch(abort.signal);
+    if (this.stopped || abort.signal.aborted) return;
+    if (result.ok) {
+      this.state = "ready";
+      this.o.log(`slipway: process ${this.o.label} is serving again (pid ${this.pid})`);
+      return;
+    }
+    this.exitInfo = result.reason;
+    await this.end();
+    if (!this.stopped) this.scheduleRestart();
+  }
+
+  /** Kills whatever runs now and waits until its pipes are closed. */
+  private async end(): Promise<void> {
+    const child = this.child;
+    if (child === undefined) return;
+    const launch = this.o.launch;
+    if (launch.kind === "container") await removeContainer(launch.engine, launch.name);
+    if (child.pid !== undefined && child.exitCode === null && child.signalCode === null) {
+      this.cleanup ??= killGroup(child.pid, this.o.stopGraceMs);
+    }
+    await this.cleanup;
+    // A process that left the group (setsid) could hold the pipes open forever; do not wait on it.
+    await Promise.race([this.closed, sleep(this.o.stopGraceMs + 2000)]);
+  }
+}

@@ -1,0 +1,248 @@
+import {
+  Agent,
+  createServer,
+  type IncomingHttpHeaders,
+  type IncomingMessage,
+  type OutgoingHttpHeaders,
+  request,
+  type Server,
+  type ServerResponse,
+} from "node:http";
+import { connect, type Socket } from "node:net";
+import type { Duplex } from "node:stream";
+import type { RevisionGroup } from "./group.ts";
+import type { Replica } from "./replica.ts";
+
+/** Headers that describe one connection, not the message; a proxy must not pass them on. */
+const HOP_BY_HOP = new Set([
+  "connection",
+  "keep-alive",
+  "proxy-connection",
+  "proxy-authenticate",
+  "proxy-authorization",
+  "te",
+  "trailer",
+  "upgrade",
+  "expect",
+]);
+
+function sendJson(res: ServerResponse, status: number, detail: string): void {
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  const body = JSON.stringify({ detail });
+  res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(body) });
+  res.end(body);
+}
+
+function connectionTokens(headers: IncomingHttpHeaders): Set<string> {
+  const value = headers.connection;
+  return new Set(
+    (value ?? "")
+      .split(",")
+      .map((t) => t.trim().toLowerCase())
+      .filter(Boolean),
+  );
+}
+
+function forwardedHeaders(req: IncomingMessage): OutgoingHttpHeaders {
+  const named = connectionTokens(req.headers);
+  const out: OutgoingHttpHeaders = {};
+  for (const [name, value] of Object.entries(req.headers)) {
+    if (value === undefined || HOP_BY_HOP.has(name) || named.has(name)) continue;
+    out[name] = value;
+  }
+  const client = req.socket.remoteAddress ?? "";
+  const prior = req.headers["x-forwarded-for"];
+  out["x-forwarded-for"] = prior ? `${prior}, ${client}` : client;
+  out["x-forwarded-host"] = req.headers["x-forwarded-host"] ?? req.headers.host ?? "";
+  out["x-forwarded-proto"] = req.headers["x-forwarded-proto"] ?? "http";
+  return out;
+}
+
+function responseHeaders(res: IncomingMessage): OutgoingHttpHeaders {
+  const named = connectionTokens(res.headers);
+  const out: OutgoingHttpHeaders = {};
+  for (const [name, value] of Object.entries(res.headers)) {
+    // Framing is redone by our own response (Node chunks when there is no content-length).
+    if (value === undefined || HOP_BY_HOP.has(name) || named.has(name) || name === "transfer-encoding")
+      continue;
+    out[name] = value;
+  }
+  return out;
+}
+
+function hasBody(req: IncomingMessage): boolean {
+  const length = req.headers["content-length"];
+  return req.headers["transfer-encoding"] !== undefined || (length !== undefined && length !== "0");
+}
+
+/**
+ * The apps listener: routes `Host: <name>.<domain>` to the healthy processes of the deployment's
+ * active revision, round-robin, as a streaming reverse proxy. A request picks its process when it
+ * starts and holds it (in-flight count) until its response is done, which is what lets a switch of
+ * revisions drain the old processes without failing anything.
+ */
+export class AppsRouter {
+  private readonly routes = new Map<string, RevisionGroup>();
+  private readonly agent = new Agent({ keepAlive: true, maxFreeSockets: 256 });
+  private readonly server: Server;
+  private readonly tunnels = new Set<Duplex>();
+  private listening: Promise<number> | undefined;
+
+  constructor(private readonly domain: string) {
+    this.server = createServer((req, res) => this.handle(req, res));
+    this.server.on("upgrade", (req, socket, head) => this.tunnel(req, socket, head));
+  }
+
+  /** Points `name` at a revision's processes, from the next request on. */
+  set(name: string, group: RevisionGroup): void {
+    this.routes.set(name, group);
+  }
+
+  /** Stops routing `name` (only if it still points at `group`, when given). */
+  delete(name: string, group?: RevisionGroup): void {
+    if (group === undefined || this.routes.get(name) === group) this.routes.delete(name);
+  }
+
+  listen(port: number, host: string): Promise<number> {
+    this.listening ??= new Promise((resolve, reject) => {
+      this.server.once("error", reject);
+      this.server.listen(port, host, () => {
+        this.server.off("error", reject);
+        const address = this.server.address();
+        resolve(typeof address === "object" && address !== null ? address.port : port);
+      });
+    });
+    return this.listening;
+  }
+
+  async close(): Promise<void> {
+    if (this.listening === undefined) return;
+    await this.listening.catch(() => undefined);
+    const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
+    this.server.closeAllConnections();
+    for (const socket of this.tunnels) socket.destroy();
+    this.agent.destroy();
+    await closed;
+  }
+
+  /** The deployment name a Host header addresses, or undefined when it is not one of ours. */
+  private nameOf(host: string | undefined): string | undefined {
+    if (host === undefined || host.startsWith("[")) return undefined;
+    const hostname = (host.split(":")[0] ?? "").toLowerCase().replace(/\.$/, "");
+    const suffix = `.${this.domain.toLowerCase()}`;
+    if (!hostname.endsWith(suffix)) return undefined;
+    const name = hostname.slice(0, -suffix.length);
+    return name !== "" && !name.includes(".") ? name : undefined;
+  }
+
+  /** The replica for a request, already holding it; or the status and sentence to answer with. */
+  private route(req: IncomingMessage): Replica | { status: number; detail: string } {
+    const name = this.nameOf(req.headers.host);
+    const group = name === undefined ? undefined : this.routes.get(name);
+    if (name === undefined || group === undefined) {
+      return { status: 404, detail: `No app is served at ${req.headers.host ?? "this host"}.` };
+    }
+    const replica = group.pick();
+    if (replica === undefined) return { status: 502, detail: `The app "${name}" has no running process.` };
+    replica.acquire();
+    return replica;
+  }
+
+  private handle(req: IncomingMessage, res: ServerResponse): void {
+    const target = this.route(req);
+    if (!("port" in target)) {
+      req.resume();
+      sendJson(res, target.status, target.detail);
+      return;
+    }
+    res.once("close", () => target.release());
+    const withBody = hasBody(req);
+    const headers = forwardedHeaders(req);
+    const send = (fresh: boolean) => {
+      const upstream = request({
+        host: "127.0.0.1",
+        port: target.port,
+        method: req.method,
+        path: req.url,
+        headers,
+        agent: fresh ? false : this.agent,
+      });
+      upstream.on("response", (answer) => {
+        res.writeHead(answer.statusCode ?? 502, answer.statusMessage, responseHeaders(answer));
+        answer.pipe(res);
+        answer.on("error", () => res.destroy());
+      });
+      upstream.on("error", (err: NodeJS.ErrnoException) => {
+        // A kept-alive socket the app closed just as we reused it: safe to resend a bodiless request.
+        if (!fresh && !withBody && upstream.reusedSocket && err.code === "ECONNRESET" && !res.headersSent) {
+          send(true);
+          return;
+        }
+        sendJson(res, 502, `The app did not answer: ${err.message}.`);
+      });
+      res.once("close", () => {
+        if (!res.writableFinished) upstream.destroy();
+      });
+      if (withBody) req.pipe(upstream);
+      else upstream.end();
+    };
+    if (!withBody) req.resume();
+    send(false);
+  }
+
+  /** WebSocket and other upgrades: replay the request head to the app, then splice the sockets. */
+  private tunnel(req: IncomingMessage, socket: Duplex, head: Buffer): void {
+    const target = this.route(req);
+    if (!("port" in target)) {
+      const body = JSON.stringify({ detail: target.detail });
+      const reason = target.status === 404 ? "Not Found" : "Bad Gateway";
+      socket.end(
+        `HTTP/1.1 ${target.status} ${reason}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+      );
+      return;
+    }
+    this.tunnels.add(socket);
+    const upstream: Socket = connect(target.port, "127.0.0.1");
+    this.tunnels.add(upstream);
+    let released = false;
+    const done = () => {
+      if (!released) {
+        released = true;
+        target.release();
+      }
+      this.tunnels.delete(socket);
+      this.tunnels.delete(upstream);
+      socket.destroy();
+      upstream.destroy();
+    };
+    let connected = false;
+    upstream.once("connect", () => {
+      connected = true;
+      const lines = [`${req.method} ${req.url} HTTP/${req.httpVersion}`];
+      const skip = new Set(["x-forwarded-for", "x-forwarded-host", "x-forwarded-proto"]);
+      for (let i = 0; i + 1 < req.rawHeaders.length; i += 2) {
+        const name = req.rawHeaders[i] ?? "";
+        if (!skip.has(name.toLowerCase())) lines.push(`${name}: ${req.rawHeaders[i + 1] ?? ""}`);
+      }
+      const fwd = forwardedHeaders(req);
+      for (const name of skip) lines.push(`${name}: ${String(fwd[name] ?? "")}`);
+      upstream.write(`${lines.join("\r\n")}\r\n\r\n`);
+      if (head.length > 0) upstream.write(head);
+      upstream.pipe(socket);
+      socket.pipe(upstream);
+    });
+    upstream.once("error", () => {
+      // Not connected: answer the client, whose socket then closes and ends the tunnel.
+      if (!connected)
+        socket.end("HTTP/1.1 502 Bad Gateway\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
+    });
+    upstream.once("close", () => {
+      if (connected) done();
+    });
+    socket.once("error", done);
+    socket.once("close", done);
+  }
+}
