@@ -556,6 +556,24 @@ forEachDatabase(
       assert.equal(retried.status, 201);
     });
 
+    it("Idempotency-Key: after 24 hours the key is free again", async () => {
+      const ctx = suite.ctx;
+      const body = {
+        name: uniqueName("old"),
+        source: "external_docker",
+        source_revision_config: { image_uri: "x:1" },
+      };
+      const headers = { "idempotency-key": `old-${body.name}` };
+      assert.equal((await post(body, { headers })).status, 201);
+      await ctx.db.orm.execute(
+        sql`UPDATE idempotency_keys SET created_at = now() - interval '25 hours' WHERE key = ${headers["idempotency-key"]}`,
+      );
+      const fresh = await post({ ...body, name: `${body.name}-2` }, { headers });
+      assert.equal(fresh.status, 201);
+      assert.equal(fresh.headers["idempotent-replayed"], undefined);
+      assert.equal(fresh.body.name, `${body.name}-2`);
+    });
+
     it("Idempotency-Key: concurrent requests with one key make one deployment", async () => {
       const body = {
         name: uniqueName("idc"),
