@@ -441,7 +441,10 @@ export class Reconciler {
       deploymentName: work.deploymentName,
       revisionId: work.id,
       source: await this.opts.resolveSource(work),
-      frameworkConfigPath: textField(cfg, "framework_config_path"),
+      // Built-in templates ship their app config as slipway.json.
+      frameworkConfigPath:
+        textField(cfg, "framework_config_path") ??
+        (work.source === "internal_template" ? "slipway.json" : undefined),
       installCommand: textField(work.buildConfig, "install_command"),
       buildCommand: textField(work.buildConfig, "build_command"),
       resourceSpec: work.resourceSpec,
