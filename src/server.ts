@@ -5,6 +5,7 @@ import { loadKeyring } from "./crypto/master-key.ts";
 import { openDatabase } from "./db/client.ts";
 import { migrate } from "./db/migrate.ts";
 import type { App } from "./http/types.ts";
+import { startReconciler } from "./reconciler/start.ts";
 
 export interface RunningServer {
   app: App;
@@ -38,7 +39,11 @@ export async function startServer(
   const port = typeof address === "object" && address ? address.port : config.port;
   const host = config.host.includes(":") ? `[${config.host}]` : config.host;
   const url = `http://${host}:${port}${config.basePath}`;
+  const reconciler = config.reconciler.enabled
+    ? await startReconciler({ config, db, keyring }, app.log)
+    : undefined;
   out(`Slipway is serving ${url} on ${describeDatabase(config)}`);
+  if (reconciler) out(`  Apps:      http://<name>.${config.apps.domain}:${reconciler.appsPort}`);
   out(`  API docs:  ${url}/docs   health: ${url}/ok`);
   if (boot.generatedKey) {
     out("  Bootstrap API key (system, admin), shown this once; keep it safe:");
@@ -53,6 +58,7 @@ export async function startServer(
       // Stop accepting, let in-flight requests finish, then close the pool.
       stopping ??= (async () => {
         await app.close();
+        await reconciler?.stop();
         await db.close();
       })();
       return stopping;

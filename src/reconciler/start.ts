@@ -1,0 +1,58 @@
+import type { AppDeps } from "../deps.ts";
+import { removeDeployment } from "../resources/deployments/delete.ts";
+import { LocalRuntime } from "../runtimes/local/runtime.ts";
+import { Reconciler, type ReconcilerLogger } from "./reconciler.ts";
+import { sourceResolver } from "./sources.ts";
+
+export interface RunningReconciler {
+  reconciler: Reconciler;
+  runtime: LocalRuntime;
+  /** Where apps are served: `http://<name>.<apps domain>:<port>`. */
+  appsPort: number;
+  /** Stops claiming, hands in-progress work back, then stops every app process and the apps listener. */
+  stop(): Promise<void>;
+}
+
+/** The reconciler with the `local` runtime, as `slipway serve` runs it. */
+export async function startReconciler(deps: AppDeps, logger: ReconcilerLogger): Promise<RunningReconciler> {
+  const { config } = deps;
+  const runtime = new LocalRuntime({
+    dataDir: config.dataDir,
+    appsPort: config.apps.port,
+    appsDomain: config.apps.domain,
+    appsHost: config.host,
+    healthTimeoutMs: config.apps.healthTimeoutMs,
+    logger,
+  });
+  const appsPort = await runtime.start();
+  // A port of 0 means "any": the apps URL must name the one actually bound.
+  const bound = { ...config, apps: { ...config.apps, port: appsPort } };
+  const reconciler = new Reconciler({
+    config: bound,
+    db: deps.db,
+    keyring: deps.keyring,
+    runtime,
+    resolveSource: sourceResolver({ ...deps, config: bound }),
+    removeDeployment,
+    logger,
+  });
+  try {
+    await reconciler.start();
+  } catch (err) {
+    await runtime.close();
+    throw err;
+  }
+  let stopping: Promise<void> | undefined;
+  return {
+    reconciler,
+    runtime,
+    appsPort,
+    stop: () => {
+      stopping ??= (async () => {
+        await reconciler.stop();
+        await runtime.close();
+      })();
+      return stopping;
+    },
+  };
+}
