@@ -45,7 +45,7 @@ describe("OpenAPI document of deployments, revisions, tracing projects and tags"
   });
 
   it("is valid OpenAPI 3.1", async () => {
-    const result = await new Validator().validate(doc as unknown as object);
+    const result = await new Validator().validate(doc as unknown as Record<string, unknown>);
     assert.equal(result.valid, true, JSON.stringify(result.errors, null, 2));
   });
 
