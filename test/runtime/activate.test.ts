@@ -284,6 +284,28 @@ describe("local runtime: activate", () => {
     assert.equal(rt.health(s.deploymentId), "stopped");
   });
 
+  it("teardown while a revision is starting stops it without waiting for the health timeout", async () => {
+    const rt = runtime({ healthTimeoutMs: 60_000 });
+    const src = writeApp(tempDir(), {
+      config: { start: "node idle.js" },
+      extra: { "idle.js": `console.log("pid " + process.pid); setInterval(() => {}, 1000);` },
+    });
+    const s = spec({ kind: "directory", path: src });
+    await built(rt, s);
+    const ctx = phase();
+    // Settled into a value at once: the rejection arrives while teardown is still awaited.
+    const outcome = rt.activate(s, ctx).then(
+      () => undefined,
+      (err: unknown) => err,
+    );
+    await waitFor("the app to start", () => ctx.lines.deploy.some((l) => l.startsWith("pid ")));
+    const pid = Number(ctx.lines.deploy.find((l) => l.startsWith("pid "))?.slice(4));
+    await rt.teardown(s.deploymentId);
+    assert.match(String(await outcome), /stopped while starting/);
+    assert.equal(alive(pid), false);
+    assert.equal(rt.health(s.deploymentId), "stopped");
+  });
+
   it("two deployments cannot be served under one name", async () => {
     const rt = runtime();
     const a = spec({ kind: "directory", path: writeApp(tempDir()) });

@@ -1,4 +1,6 @@
 import { execFile } from "node:child_process";
+import { BuildError } from "../interface.ts";
+import { describeExit, run } from "./exec.ts";
 
 /** Environment for the engine CLI: the server's own settings for reaching its engine, nothing else. */
 export function engineEnv(): Record<string, string> {
@@ -83,4 +85,32 @@ export function runArgs(o: {
   if (o.memoryLimitMb !== undefined) args.push("--memory", `${o.memoryLimitMb}m`);
   args.push("--", o.image);
   return args;
+}
+
+/**
+ * Pulls the image during the build phase, so the health timeout of a deploy is not spent on a
+ * download. Without a usable engine there is nothing to pull; the deploy then says so.
+ */
+export async function pullImage(
+  image: string,
+  signal: AbortSignal,
+  log: (line: string) => void,
+): Promise<void> {
+  const engine = await usableEngine();
+  if (engine === undefined) {
+    log(`No container engine is usable on this machine (docker/podman); ${image} cannot be pulled or run.`);
+    return;
+  }
+  log(`$ ${engine} pull ${image}`);
+  const result = await run(engine, ["pull", "--", image], {
+    cwd: "/",
+    env: engineEnv(),
+    signal,
+    onLine: log,
+  });
+  if (result.code !== 0) {
+    const message = `${engine} pull ${image} ${describeExit(result)}`;
+    log(`error: ${message}`);
+    throw new BuildError(message);
+  }
 }

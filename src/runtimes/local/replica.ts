@@ -3,7 +3,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { DeployError } from "../interface.ts";
 import { CONTAINER_PORT, engineEnv, removeContainer, runArgs } from "./container.ts";
 import { abortError } from "./exec.ts";
-import { waitHealthy } from "./health.ts";
+import { type HealthResult, waitHealthy } from "./health.ts";
 import { forEachLine } from "./lines.ts";
 import type { ProcessRecord } from "./orphans.ts";
 import { releasePort, takePort } from "./ports.ts";
@@ -86,9 +86,9 @@ export class Replica {
       await this.stop();
       throw abortError(signal);
     }
-    if (!result.ok) {
+    if (!result.ok || this.stopped) {
       await this.stop();
-      throw new DeployError(`process ${this.o.label} ${result.reason}`);
+      throw new DeployError(`process ${this.o.label} ${result.ok ? "was stopped" : result.reason}`);
     }
     this.state = "ready";
   }
@@ -129,9 +129,16 @@ export class Replica {
     await this.end();
   }
 
-  private async launch(signal: AbortSignal) {
+  private async launch(signal: AbortSignal): Promise<HealthResult> {
+    if (this.stopped) return { ok: false, reason: "was stopped" };
     this.state = "starting";
-    this.port = await takePort();
+    const port = await takePort();
+    // Stopped while a port was found: spawning now would leave a process nobody ends.
+    if (this.stopped || signal.aborted) {
+      releasePort(port);
+      return { ok: false, reason: "was stopped" };
+    }
+    this.port = port;
     this.spawnChild();
     return waitHealthy({
       port: this.port,

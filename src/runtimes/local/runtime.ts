@@ -12,7 +12,7 @@ import {
 } from "../interface.ts";
 import { type BuildRecord, readBuildRecord, resolveAppConfig, writeBuildRecord } from "./app-config.ts";
 import { runBuild } from "./build.ts";
-import { removeDeploymentContainers, usableEngine } from "./container.ts";
+import { pullImage, removeDeploymentContainers, usableEngine } from "./container.ts";
 import { baseEnv } from "./env.ts";
 import { abortError } from "./exec.ts";
 import { RevisionGroup } from "./group.ts";
@@ -53,6 +53,8 @@ interface DeploymentState {
   name: string;
   active: RevisionGroup | undefined;
   starting: Set<RevisionGroup>;
+  /** Replaced revisions still finishing their in-flight requests. */
+  retiring: Set<RevisionGroup>;
   /** Activations and teardown of one deployment run one at a time, in call order. */
   queue: Promise<unknown>;
   record: ProcessRecord;
@@ -130,6 +132,7 @@ export class LocalRuntime implements Runtime {
       if (ctx.signal.aborted) throw abortError(ctx.signal);
       let record: BuildRecord;
       if (spec.source.kind === "image") {
+        await pullImage(spec.source.imageUri, ctx.signal, log);
         record = { version: 1, kind: "image", image: spec.source.imageUri, healthcheck: "/", env: {} };
       } else {
         await stat(appDir);
@@ -307,7 +310,12 @@ export class LocalRuntime implements Runtime {
     log(`slipway: revision ${spec.revisionId} is serving at ${url} (pid ${pids})`);
     if (previous !== undefined && previous !== group) {
       log(`slipway: draining revision ${previous.revisionId}`);
-      await previous.retire(this.drainTimeoutMs);
+      state.retiring.add(previous);
+      try {
+        await previous.retire(this.drainTimeoutMs);
+      } finally {
+        state.retiring.delete(previous);
+      }
       log(`slipway: revision ${previous.revisionId} stopped`);
     }
     return { url };
@@ -316,8 +324,8 @@ export class LocalRuntime implements Runtime {
   async teardown(deploymentId: string): Promise<void> {
     const state = this.deployments.get(deploymentId);
     if (state !== undefined) {
-      // Whatever is starting is stopped now rather than after its health timeout.
-      const starting = [...state.starting];
+      // What is starting or draining is stopped now, not after its health or drain timeout.
+      const starting = [...state.starting, ...state.retiring];
       state.starting.clear();
       await Promise.all(starting.map((g) => g.stop()));
       await this.serialize(state, async () => {
@@ -357,7 +365,7 @@ export class LocalRuntime implements Runtime {
     this.closed = true;
     const groups: RevisionGroup[] = [];
     for (const state of this.deployments.values()) {
-      groups.push(...state.starting);
+      groups.push(...state.starting, ...state.retiring);
       state.starting.clear();
       if (state.active !== undefined) groups.push(state.active);
     }
@@ -380,6 +388,7 @@ export class LocalRuntime implements Runtime {
         name,
         active: undefined,
         starting: new Set(),
+        retiring: new Set(),
         queue: Promise.resolve(),
         record: new ProcessRecord(this.recordFile(deploymentId)),
         reaped: false,
