@@ -4,6 +4,7 @@ import Fastify, { LogController } from "fastify";
 import type { AppDeps } from "./deps.ts";
 import { registerAuth } from "./http/auth.ts";
 import { registerErrorHandling } from "./http/errors.ts";
+import { requestLogFields } from "./http/log-redaction.ts";
 import { registerMetrics } from "./http/metrics.ts";
 import { registerDocsUi, registerOpenApi } from "./http/openapi.ts";
 import type { App } from "./http/types.ts";
@@ -36,6 +37,8 @@ export async function buildApp(deps: AppDeps, opts: BuildOptions = {}): Promise<
               ],
               censor: "[redacted]",
             },
+            // Signed URLs carry their credential in the query string (uploads, OAuth callbacks).
+            serializers: { req: requestLogFields },
             ...opts.logger,
           },
     bodyLimit: config.bodyLimitBytes,
@@ -54,6 +57,14 @@ export async function buildApp(deps: AppDeps, opts: BuildOptions = {}): Promise<
   app.decorate("deps", deps);
   // Only JSON bodies by default; routes that take other media types add their own parser.
   app.removeContentTypeParser("text/plain");
+  // Clients that always send Content-Type: application/json also send it on body-less requests
+  // (DELETE, redeploy); an empty body then means "no body", not broken JSON.
+  const jsonParser = app.getDefaultJsonParser("error", "error");
+  app.removeContentTypeParser("application/json");
+  app.addContentTypeParser("application/json", { parseAs: "string" }, (request, body, done) => {
+    if (body === "") return done(null, undefined);
+    return jsonParser(request, body, done);
+  });
   registerValidation(app);
   registerErrorHandling(app);
   await registerAuth(app, deps.db);

@@ -3,13 +3,16 @@ import type { App } from "./http/types.ts";
 import { platformRoutes } from "./platform/routes.ts";
 import { apiKeyRoutes } from "./resources/api-keys/routes.ts";
 import { deploymentRoutes } from "./resources/deployments/routes.ts";
+import { integrationRoutes } from "./resources/integrations/routes.ts";
 import { oauthFlowRoutes } from "./resources/oauth-flows/routes.ts";
 import { oauthProviderRoutes } from "./resources/oauth-providers/routes.ts";
 import { organizationRoutes } from "./resources/organizations/routes.ts";
 import { revisionLogRoutes } from "./resources/revision-logs/routes.ts";
 import { revisionRoutes } from "./resources/revisions/routes.ts";
 import { tagRoutes } from "./resources/tags/routes.ts";
+import { templateRoutes } from "./resources/templates/routes.ts";
 import { tracingProjectRoutes } from "./resources/tracing-projects/routes.ts";
+import { uploadRoutes } from "./resources/uploads/routes.ts";
 import { workspaceRoutes } from "./resources/workspaces/routes.ts";
 
 /** Every route of the API, mounted under the configured base path. */
@@ -24,5 +27,8 @@ export async function routes(app: App, opts: { metrics: Registry }): Promise<voi
   await app.register(tagRoutes);
   await app.register(oauthProviderRoutes);
   await app.register(oauthFlowRoutes);
+  await app.register(integrationRoutes);
+  await app.register(uploadRoutes);
+  await app.register(templateRoutes);
   await app.register(revisionLogRoutes);
 }

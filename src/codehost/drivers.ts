@@ -15,7 +15,7 @@ export function driverFor(config: Config, integration: IntegrationRow): Codehost
     return new LocalGitDriver(c.path, config.localGitRoots);
   if (integration.kind === "github" && "installation_id" in c) {
     const app = githubAppOf(config);
-    if (!app) throw badGateway("The GitHub App is no longer configured on this server.");
+    if (!app) throw badGateway("The GitHub App is not configured on this server any more.");
     return new GithubDriver(app, c.installation_id);
   }
   throw badGateway(`Integration ${integration.id} has an unreadable configuration.`);

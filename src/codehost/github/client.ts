@@ -26,7 +26,10 @@ export function githubClient(app: GithubApp, installationId?: number): Octokit {
   return new Octokit({
     baseUrl: app.apiUrl,
     authStrategy: createAppAuth,
-    auth: { appId: app.appId, privateKey: app.privateKey, installationId },
+    auth:
+      installationId === undefined
+        ? { appId: app.appId, privateKey: app.privateKey }
+        : { appId: app.appId, privateKey: app.privateKey, installationId },
     request: { signal: AbortSignal.timeout(OPERATION_TIMEOUT_MS) },
     userAgent: "slipway",
     // Octokit's own console warnings would bypass the app's logger; failures surface as errors.
@@ -34,23 +37,36 @@ export function githubClient(app: GithubApp, installationId?: number): Octokit {
   });
 }
 
-/** The HTTP status GitHub answered with, when the failure is an HTTP answer at all. */
+/**
+ * The HTTP status GitHub answered with; undefined when it did not answer (Octokit reports network
+ * failures as status 500 too, but without a response).
+ */
 export function statusOf(err: unknown): number | undefined {
-  const status = (err as { status?: unknown }).status;
-  return typeof status === "number" && status > 0 ? status : undefined;
+  const status = (err as { response?: { status?: unknown } }).response?.status;
+  return typeof status === "number" ? status : undefined;
+}
+
+function timedOut(err: unknown): boolean {
+  for (let e: unknown = err, i = 0; e instanceof Error && i < 3; e = e.cause, i++) {
+    if (e.name === "TimeoutError" || e.name === "AbortError") return true;
+  }
+  return false;
 }
 
 /** Any failure to talk to GitHub as a 502 whose detail says what happened, never a 500. */
 export function upstreamError(err: unknown, doing: string): HttpError {
   if (err instanceof HttpError) return err;
   const status = statusOf(err);
+  let result: HttpError;
   if (status !== undefined) {
     const message = (err as Error).message.split("\n")[0]?.slice(0, 200) ?? "";
-    return badGateway(`GitHub answered ${status} while ${doing}: ${message}`);
+    result = badGateway(`GitHub answered ${status} while ${doing}: ${message}`);
+  } else if (timedOut(err)) {
+    result = badGateway(`GitHub did not answer in time while ${doing}.`);
+  } else {
+    result = badGateway(`GitHub could not be reached while ${doing}.`);
   }
-  const e = err as Error;
-  if (e.name === "TimeoutError" || e.name === "AbortError") {
-    return badGateway(`GitHub did not answer in time while ${doing}.`);
-  }
-  return badGateway(`GitHub could not be reached while ${doing}.`);
+  // The server log keeps the underlying error; the client gets the sentence.
+  result.cause = err;
+  return result;
 }

@@ -10,8 +10,8 @@ export class GithubDriver implements CodehostDriver {
   ) {}
 
   async listRepositories(): Promise<HostRepository[]> {
-    const octokit = githubClient(this.app, this.installationId);
     try {
+      const octokit = githubClient(this.app, this.installationId);
       const repos = await octokit.paginate(octokit.rest.apps.listReposAccessibleToInstallation, {
         per_page: 100,
       });
@@ -32,8 +32,8 @@ export class GithubDriver implements CodehostDriver {
   async refExists(repo: HostRepository, ref: string): Promise<boolean> {
     const full = fullRefName(ref);
     if (full === undefined) return false;
-    const octokit = githubClient(this.app, this.installationId);
     try {
+      const octokit = githubClient(this.app, this.installationId);
       await octokit.rest.git.getRef({ owner: repo.owner, repo: repo.name, ref: full.slice("refs/".length) });
       return true;
     } catch (err) {
@@ -45,9 +45,9 @@ export class GithubDriver implements CodehostDriver {
   }
 
   async cloneUrl(repo: HostRepository): Promise<string> {
-    const octokit = githubClient(this.app, this.installationId);
     let token: string;
     try {
+      const octokit = githubClient(this.app, this.installationId);
       token = ((await octokit.auth({ type: "installation" })) as { token: string }).token;
     } catch (err) {
       throw upstreamError(err, "creating an installation token");
@@ -61,8 +61,8 @@ export class GithubDriver implements CodehostDriver {
 
 /** The account an installation belongs to (its login names the integration); 422 if there is none. */
 export async function installationAccount(app: GithubApp, installationId: number): Promise<string> {
-  const octokit = githubClient(app);
   try {
+    const octokit = githubClient(app);
     const { data } = await octokit.rest.apps.getInstallation({ installation_id: installationId });
     const account = data.account as { login?: string; slug?: string; name?: string } | null;
     return account?.login ?? account?.slug ?? account?.name ?? `installation-${installationId}`;

@@ -64,7 +64,8 @@ export class LocalGitDriver implements CodehostDriver {
     let entries: string[];
     try {
       entries = (await readdir(root, { withFileTypes: true }))
-        .filter((e) => e.isDirectory() || e.isSymbolicLink())
+        // Hidden entries are not repositories to offer (`.git` is the directory's own repository).
+        .filter((e) => !e.name.startsWith(".") && (e.isDirectory() || e.isSymbolicLink()))
         .map((e) => e.name)
         .sort();
     } catch (err) {

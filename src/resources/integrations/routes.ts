@@ -1,0 +1,79 @@
+import { Type } from "@sinclair/typebox";
+import { principalOf } from "../../http/auth.ts";
+import { ErrorBody } from "../../http/errors.ts";
+import type { App } from "../../http/types.ts";
+import { CodehostRepository, CreateIntegrationBody, Integration, IntegrationParams } from "./schema.ts";
+import {
+  createIntegration,
+  deleteIntegration,
+  listIntegrationRepositories,
+  listIntegrations,
+} from "./service.ts";
+
+const admin = { auth: { role: "admin" as const } };
+const tags = ["integrations"];
+const BASE = "/v1/integrations/forge/codehost";
+const error = (description: string) => ({ ...ErrorBody, description });
+const UPSTREAM = { 502: error("The code host could not be read; `detail` says why.") };
+
+export async function integrationRoutes(app: App): Promise<void> {
+  const { orm } = app.deps.db;
+  const { config } = app.deps;
+
+  app.get(
+    `${BASE}/install`,
+    {
+      schema: {
+        tags,
+        summary: "List the organization's code-host integrations",
+        response: { 200: Type.Array(Integration) },
+      },
+    },
+    async (request) => listIntegrations(orm, principalOf(request)),
+  );
+
+  app.post(
+    BASE,
+    {
+      config: admin,
+      schema: {
+        tags,
+        summary: "Add a code-host integration (a local git directory or a GitHub App installation)",
+        body: CreateIntegrationBody,
+        response: { 201: Integration, 409: error("Already integrated."), ...UPSTREAM },
+      },
+    },
+    async (request, reply) => {
+      const created = await createIntegration(orm, config, principalOf(request), request.body);
+      return reply.code(201).send(created);
+    },
+  );
+
+  app.delete(
+    `${BASE}/:integration_id`,
+    {
+      config: admin,
+      schema: {
+        tags,
+        summary: "Remove a code-host integration",
+        params: IntegrationParams,
+        response: { 200: Integration, 409: error("A deployment still builds from it.") },
+      },
+    },
+    async (request) => deleteIntegration(orm, principalOf(request), request.params.integration_id),
+  );
+
+  app.get(
+    `${BASE}/:integration_id/repos`,
+    {
+      schema: {
+        tags,
+        summary: "List the repositories an integration makes available to deploy (every page, no envelope)",
+        params: IntegrationParams,
+        response: { 200: Type.Array(CodehostRepository), ...UPSTREAM },
+      },
+    },
+    async (request) =>
+      listIntegrationRepositories(orm, config, principalOf(request), request.params.integration_id),
+  );
+}

@@ -1,0 +1,155 @@
+import { basename } from "node:path";
+import { and, asc, eq, sql } from "drizzle-orm";
+import { driverFor, type IntegrationRow } from "../../codehost/drivers.ts";
+import { githubAppOf } from "../../codehost/github/client.ts";
+import { installationAccount } from "../../codehost/github/driver.ts";
+import type { CodehostRepository } from "../../codehost/interface.ts";
+import { resolveAllowedDir } from "../../codehost/local-git/paths.ts";
+import { findIntegration } from "../../codehost/store.ts";
+import type { Config } from "../../config.ts";
+import { type Executor, rows } from "../../db/client.ts";
+import { isUniqueViolation } from "../../db/errors.ts";
+import { type IntegrationConfig, integrations } from "../../db/schema/codehost.ts";
+import { conflict, forbidden, invalid, notFound } from "../../http/errors.ts";
+import { iso } from "../../http/schemas.ts";
+import type { CreateIntegrationBody, Integration } from "./schema.ts";
+
+export interface Caller {
+  organizationId: string;
+  boundWorkspaceId: string | null;
+}
+
+export function toIntegration(row: IntegrationRow): Integration {
+  const c = row.config;
+  return {
+    id: row.id,
+    organization_id: row.organizationId,
+    kind: row.kind,
+    name: row.name,
+    path: "path" in c ? c.path : null,
+    installation_id: "installation_id" in c ? c.installation_id : null,
+    created_at: iso(row.createdAt),
+  };
+}
+
+export async function listIntegrations(exec: Executor, caller: Caller): Promise<Integration[]> {
+  const list = await exec
+    .select()
+    .from(integrations)
+    .where(eq(integrations.organizationId, caller.organizationId))
+    .orderBy(asc(integrations.createdAt), asc(integrations.id));
+  return list.map(toIntegration);
+}
+
+/** Integrations belong to the whole organization, so a key bound to one workspace cannot change them. */
+function assertOrganizationWide(caller: Caller): void {
+  if (caller.boundWorkspaceId !== null) {
+    throw forbidden("A workspace-bound API key cannot change the organization's code-host integrations.");
+  }
+}
+
+/** The stored config and default name: the directory must be allowed, the installation must exist. */
+async function resolveTarget(
+  config: Config,
+  body: CreateIntegrationBody,
+): Promise<{ config: IntegrationConfig; name: string }> {
+  if (body.kind === "local_git") {
+    if (body.installation_id !== undefined) {
+      throw invalid(["body", "installation_id"], "Only for kind github.");
+    }
+    if (body.path === undefined)
+      throw invalid(["body", "path"], "Field required for kind local_git.", "missing");
+    const allowed = await resolveAllowedDir(body.path, config.localGitRoots);
+    if (!allowed.ok) throw invalid(["body", "path"], allowed.reason);
+    return { config: { path: allowed.path }, name: basename(allowed.path) || allowed.path };
+  }
+  if (body.path !== undefined) throw invalid(["body", "path"], "Only for kind local_git.");
+  if (body.installation_id === undefined) {
+    throw invalid(["body", "installation_id"], "Field required for kind github.", "missing");
+  }
+  const app = githubAppOf(config);
+  if (!app) {
+    throw invalid(
+      ["body", "kind"],
+      "The GitHub App is not configured on this server (SLIPWAY_GITHUB_APP_ID and SLIPWAY_GITHUB_PRIVATE_KEY).",
+    );
+  }
+  const account = await installationAccount(app, body.installation_id);
+  return { config: { installation_id: body.installation_id }, name: account };
+}
+
+export async function createIntegration(
+  exec: Executor,
+  config: Config,
+  caller: Caller,
+  body: CreateIntegrationBody,
+): Promise<Integration> {
+  assertOrganizationWide(caller);
+  const target = await resolveTarget(config, body);
+  try {
+    const [row] = await exec
+      .insert(integrations)
+      .values({
+        organizationId: caller.organizationId,
+        kind: body.kind,
+        config: target.config,
+        name: body.name ?? target.name,
+      })
+      .returning();
+    return toIntegration(row as IntegrationRow);
+  } catch (err) {
+    if (isUniqueViolation(err)) {
+      throw conflict(
+        body.kind === "local_git"
+          ? "This organization already has an integration for this directory."
+          : "This organization already has an integration for this installation.",
+      );
+    }
+    throw err;
+  }
+}
+
+async function ownIntegration(exec: Executor, caller: Caller, id: string): Promise<IntegrationRow> {
+  const row = await findIntegration(exec, id, caller.organizationId);
+  if (!row) throw notFound("Code-host integration not found.");
+  return row;
+}
+
+/** Deletes an integration no live deployment builds from (their next revision could not be fetched). */
+export async function deleteIntegration(exec: Executor, caller: Caller, id: string): Promise<Integration> {
+  assertOrganizationWide(caller);
+  const row = await ownIntegration(exec, caller, id);
+  const [used] = await rows<{ name: string }>(
+    exec,
+    sql`SELECT name FROM deployments
+         WHERE organization_id = ${caller.organizationId} AND source = 'codehost'
+           AND source_config->>'integration_id' = ${id} AND status <> 'AWAITING_DELETE'
+         LIMIT 1`,
+  );
+  if (used) {
+    throw conflict(`Deployment ${used.name} builds from this integration: delete it first.`);
+  }
+  await exec
+    .delete(integrations)
+    .where(and(eq(integrations.id, id), eq(integrations.organizationId, caller.organizationId)));
+  return toIntegration(row);
+}
+
+/** Every repository the integration makes available, as the interface's records. */
+export async function listIntegrationRepositories(
+  exec: Executor,
+  config: Config,
+  caller: Caller,
+  id: string,
+): Promise<CodehostRepository[]> {
+  const row = await ownIntegration(exec, caller, id);
+  const repos = await driverFor(config, row).listRepositories();
+  return repos.map((r) => ({
+    host_integration_id: row.id,
+    id: r.id,
+    name: r.name,
+    owner: r.owner,
+    url: r.url,
+    default_branch: r.default_branch,
+  }));
+}
