@@ -316,6 +316,18 @@ describe("local runtime: activate", () => {
     await assert.rejects(rt.activate(b, phase()), /already served by another deployment/);
   });
 
+  it("a renamed deployment is served under its new name only", async () => {
+    const rt = runtime();
+    const s = spec({ kind: "directory", path: writeApp(tempDir()) });
+    await built(rt, s);
+    await rt.activate(s, phase());
+    const renamed = { ...s, deploymentName: `${s.deploymentName}-new` };
+    const { url } = await rt.activate(renamed, phase());
+    assert.equal(url, `http://${renamed.deploymentName}.${DOMAIN}:${rt.appsPort}`);
+    assert.equal((await hit(rt, renamed.deploymentName)).status, 200);
+    assert.equal((await hit(rt, s.deploymentName)).status, 404);
+  });
+
   it("teardown stops the processes, frees the name and port, and removes the files", async () => {
     const dataDir = tempDir();
     const rt = newRuntime(dataDir);

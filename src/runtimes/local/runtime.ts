@@ -198,14 +198,24 @@ export class LocalRuntime implements Runtime {
       if (reaped > 0)
         this.o.logger.info({ deploymentId: spec.deploymentId, reaped }, "ended leftover app processes");
     }
-    if (state.active?.revisionId === spec.revisionId && state.active.allReady) {
-      log(`slipway: revision ${spec.revisionId} is already serving at ${url}`);
-      return { url };
-    }
     for (const other of this.deployments.values()) {
       if (other !== state && other.name === spec.deploymentName && other.active !== undefined) {
         fail(`the name "${spec.deploymentName}" is already served by another deployment on this machine`);
       }
+    }
+
+    if (state.name !== spec.deploymentName) {
+      // Renamed: the old host stops routing; the new one serves what runs until the switch below.
+      if (state.active !== undefined) {
+        this.router.delete(state.name, state.active);
+        this.router.set(spec.deploymentName, state.active);
+      }
+      state.name = spec.deploymentName;
+    }
+
+    if (state.active?.revisionId === spec.revisionId && state.active.allReady) {
+      log(`slipway: revision ${spec.revisionId} is already serving at ${url}`);
+      return { url };
     }
 
     const record = await readBuildRecord(this.layout.buildRecord(spec.deploymentId, spec.revisionId));
@@ -380,6 +390,7 @@ export class LocalRuntime implements Runtime {
     return join(this.layout.deploymentDir(deploymentId), "processes.json");
   }
 
+  /** The deployment's state, created on first use (named `name` until an activation renames it). */
   private stateFor(deploymentId: string, name: string): DeploymentState {
     let state = this.deployments.get(deploymentId);
     if (state === undefined) {
@@ -394,14 +405,6 @@ export class LocalRuntime implements Runtime {
         reaped: false,
       };
       this.deployments.set(deploymentId, state);
-    }
-    if (state.name !== name) {
-      // Renamed: the old host stops routing, the new one routes to what serves now.
-      if (state.active !== undefined) {
-        this.router.delete(state.name, state.active);
-        this.router.set(name, state.active);
-      }
-      state.name = name;
     }
     return state;
   }
