@@ -57,6 +57,15 @@ export async function buildApp(deps: AppDeps, opts: BuildOptions = {}): Promise<
   app.decorate("deps", deps);
   // Only JSON bodies by default; routes that take other media types add their own parser.
   app.removeContentTypeParser("text/plain");
+  // Clients that always send Content-Type: application/json also send it on body-less requests
+  // (DELETE, redeploy); an empty body then means "no body", not broken JSON.
+  const jsonParser = app.getDefaultJsonParser("error", "error");
+  app.removeContentTypeParser("application/json");
+  app.addContentTypeParser("application/json", { parseAs: "string" }, (request, body, done) => {
+    const text = typeof body === "string" ? body : body.toString("utf8");
+    if (text === "") return done(null, undefined);
+    return jsonParser(request, text, done);
+  });
   registerValidation(app);
   registerErrorHandling(app);
   await registerAuth(app, deps.db);
