@@ -36,14 +36,17 @@ export interface DeploymentRow {
 export const isoSql = (column: string) =>
   `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
 
-/** Everything a Deployment record needs, in one statement: row, latest revision, secret names. */
-export const DEPLOYMENT_SELECT = sql.raw(`SELECT d.id, d.name, d.source, d.deployment_type, d.source_config,
+/** The columns a Deployment record needs: row `d`, latest revision `r`, secret names. */
+const RECORD_COLUMNS = `d.id, d.name, d.source, d.deployment_type, d.source_config,
        d.image_version, d.status, d.latest_revision_id, d.active_revision_id, d.workspace_id,
        ${isoSql("d.created_at")} AS created_at, ${isoSql("d.updated_at")} AS updated_at,
        r.source_revision_config AS rev_config, r.resource_spec AS rev_resource_spec,
        r.secret_references AS rev_secret_references,
        (SELECT json_agg(s.name ORDER BY s.position) FROM revision_secrets s
-         WHERE s.revision_id = d.latest_revision_id) AS secret_names
+         WHERE s.revision_id = d.latest_revision_id) AS secret_names`;
+
+/** Everything a Deployment record needs, in one statement: row, latest revision, secret names. */
+export const DEPLOYMENT_SELECT = sql.raw(`SELECT ${RECORD_COLUMNS}
   FROM deployments d LEFT JOIN revisions r ON r.id = d.latest_revision_id`);
 
 const str = (v: unknown): string | null => (typeof v === "string" ? v : null);
@@ -121,10 +124,20 @@ export async function findDeployment(
   return row && toDeployment(row);
 }
 
+/**
+ * One page of records. The page's ids are chosen first — an index-only scan over the list order
+ * (the list indexes lead with workspace and filter columns), so skipped rows cost an index entry,
+ * not a heap fetch and a join — and only the page's rows are read and joined with their revisions.
+ */
 export async function selectDeployments(exec: Executor, where: SQL, limit: number, offset: number) {
   const list = await rows<DeploymentRow>(
     exec,
-    sql`${DEPLOYMENT_SELECT} WHERE ${where} ORDER BY d.created_at DESC, d.id DESC LIMIT ${limit} OFFSET ${offset}`,
+    sql`SELECT ${sql.raw(RECORD_COLUMNS)}
+          FROM (SELECT d.id FROM deployments d WHERE ${where}
+                 ORDER BY d.created_at DESC, d.id DESC LIMIT ${limit} OFFSET ${offset}) page
+          JOIN deployments d ON d.id = page.id
+          LEFT JOIN revisions r ON r.id = d.latest_revision_id
+         ORDER BY d.created_at DESC, d.id DESC`,
   );
   return list.map(toDeployment);
 }
