@@ -234,3 +234,82 @@ export interface Revision {
   status_history: { status: string; at: string }[];
   source_revision_config: { repo_commit_sha: string | null; repo_ref: string | null };
 }
+
+/** Config for an end-to-end suite: the reconciler on (it is started by the suite), short timings. */
+export function e2eEnv(root: string, appsPort: number): Record<string, string> {
+  return {
+    SLIPWAY_RECONCILER: "true",
+    SLIPWAY_RECONCILER_POLL_MS: "200",
+    SLIPWAY_RECONCILER_LEASE_MS: "5000",
+    SLIPWAY_LOCAL_GIT_ROOTS: root,
+    SLIPWAY_APPS_PORT: String(appsPort),
+    SLIPWAY_HEALTH_TIMEOUT_MS: "3000",
+  };
+}
+
+/** Requests the app in a loop until `done`, collecting the versions seen (in order) and any failure. */
+export async function loopRequests(
+  url: string,
+  done: () => boolean,
+): Promise<{ versions: string[]; failures: AppAnswer[] }> {
+  const versions: string[] = [];
+  const failures: AppAnswer[] = [];
+  while (!done()) {
+    try {
+      const a = await appGet(url);
+      if (a.status === 200 && a.body.version) {
+        if (versions.at(-1) !== a.body.version) versions.push(a.body.version);
+      } else failures.push(a);
+    } catch (err) {
+      failures.push({ status: 0, body: { version: String(err) } });
+    }
+  }
+  return { versions, failures };
+}
+
+/** A deployed codehost app: the repository, its integration, the deployment and its URL. */
+export interface Deployed {
+  api: Api;
+  repo: AppRepo;
+  integrationId: string;
+  repoUrl: string;
+  dep: Deployment;
+  firstRevision: string;
+  firstSha: string;
+  url: string;
+}
+
+/** Creates repository `name` at version 1, a local_git integration and a codehost deployment of it. */
+export async function createDeployed(
+  ctx: TestContext,
+  team: string,
+  name: string,
+  settle: (rid: string) => Promise<string>,
+): Promise<Deployed> {
+  const api = new Api(ctx);
+  const repo = new AppRepo(team, name);
+  const firstSha = repo.commit({ version: "1" });
+  const integrationId = await api.integration(team);
+  const repoUrl = await api.repoUrl(integrationId, name);
+  const dep = await api.createCodehost({
+    name,
+    integrationId,
+    repoUrl,
+    secrets: [{ name: "GREETING", value: "greeting-secret-value" }],
+  });
+  if (!dep.latest_revision_id) throw new Error("no first revision");
+  const status = await settle(dep.latest_revision_id);
+  if (status !== "DEPLOYED") throw new Error(`first revision ended ${status}`);
+  const d = await api.deployment(dep.id);
+  if (!d.source_config.custom_url) throw new Error("no custom_url");
+  return {
+    api,
+    repo,
+    integrationId,
+    repoUrl,
+    dep: d,
+    firstRevision: dep.latest_revision_id,
+    firstSha,
+    url: d.source_config.custom_url,
+  };
+}

@@ -1,0 +1,140 @@
+import assert from "node:assert/strict";
+import { existsSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { after, it } from "node:test";
+import { type RunningReconciler, startReconciler } from "../../src/reconciler/start.ts";
+import { waitForRevision } from "../../src/reconciler/wait.ts";
+import { forEachDatabase } from "../helpers/harness.ts";
+import {
+  appGet,
+  createDeployed,
+  type Deployed,
+  type Deployment,
+  e2eEnv,
+  freePort,
+  gitRoot,
+} from "./stack.ts";
+
+const git = gitRoot();
+const appsPort = await freePort();
+
+forEachDatabase(
+  "end to end: interrupt, redeploy, coalescing, templates and delete on the local runtime",
+  (suite, kind) => {
+    let stack: RunningReconciler | undefined;
+    let s: Deployed;
+    after(async () => {
+      await stack?.stop();
+    });
+    const settle = (rid: string) => waitForRevision(suite.ctx.db, rid, { timeoutMs: 60_000 });
+    const latest = async () => {
+      const d = await s.api.deployment(s.dep.id);
+      assert.ok(d.latest_revision_id);
+      return d.latest_revision_id;
+    };
+
+    it("setup: version 1 deployed, then version 2", async () => {
+      const ctx = suite.ctx;
+      stack = await startReconciler(ctx, ctx.app.log);
+      s = await createDeployed(ctx, git.team, `life-${kind}`, settle);
+      s.repo.commit({ version: "2" });
+      await s.api.patch(s.dep.id, { source_revision_config: { repo_ref: "main" } });
+      assert.equal(await settle(await latest()), "DEPLOYED");
+      assert.equal((await appGet(s.url)).body.version, "2");
+    });
+
+    it("interrupt stops a build in progress → INTERRUPTED; the active revision keeps serving", async () => {
+      await s.api.patch(s.dep.id, {
+        source_config: { install_command: "echo waiting; sleep 60" },
+        source_revision_config: { repo_ref: "main" },
+      });
+      const rid = await latest();
+      assert.equal(
+        await waitForRevision(suite.ctx.db, rid, { until: ["BUILDING"], timeoutMs: 30_000 }),
+        "BUILDING",
+      );
+      await s.api.call("POST", `/v2/deployments/${s.dep.id}/revisions/${rid}/interrupt`);
+      assert.equal(await settle(rid), "INTERRUPTED");
+      assert.equal((await appGet(s.url)).body.version, "2");
+      await s.api.patch(s.dep.id, { source_config: { install_command: "echo ok" } });
+    });
+
+    it("redeploy of an older revision runs its pinned commit", async () => {
+      await s.api.call("POST", `/v2/deployments/${s.dep.id}/revisions/${s.firstRevision}/redeploy`);
+      const rid = await latest();
+      assert.notEqual(rid, s.firstRevision);
+      assert.equal(await settle(rid), "DEPLOYED");
+      assert.equal((await s.api.revision(s.dep.id, rid)).source_revision_config.repo_commit_sha, s.firstSha);
+      assert.equal((await appGet(s.url)).body.version, "1");
+    });
+
+    it("revisions queued behind a build are coalesced: the older waiting one is SKIPPED, the newest deploys", async () => {
+      // The first build waits for a gate file, so the later PATCHes surely land while it builds.
+      const gate = join(git.root, `gate-${kind}`);
+      await s.api.patch(s.dep.id, {
+        source_config: { install_command: `while [ ! -f ${gate} ]; do sleep 0.05; done` },
+        source_revision_config: { repo_ref: "main" },
+      });
+      const building = await latest();
+      assert.equal(
+        await waitForRevision(suite.ctx.db, building, { until: ["BUILDING"], timeoutMs: 30_000 }),
+        "BUILDING",
+      );
+      await s.api.patch(s.dep.id, { source_revision_config: { repo_ref: "main" } });
+      const middle = await latest();
+      await s.api.patch(s.dep.id, { source_revision_config: { repo_ref: "main" } });
+      const newest = await latest();
+      writeFileSync(gate, "go");
+      assert.equal(await settle(building), "DEPLOYED");
+      assert.equal(await settle(middle), "SKIPPED");
+      assert.equal(await settle(newest), "DEPLOYED");
+      assert.equal((await s.api.deployment(s.dep.id)).active_revision_id, newest);
+      assert.equal((await appGet(s.url)).body.version, "2");
+    });
+
+    it("a built-in template deploys and answers", async () => {
+      const created = await s.api.call<Deployment>(
+        "POST",
+        "/v2/deployments",
+        {
+          name: `tpl-${kind}`,
+          source: "internal_template",
+          source_revision_config: { repo_ref: "hello-http" },
+        },
+        201,
+      );
+      assert.ok(created.latest_revision_id);
+      assert.equal(await settle(created.latest_revision_id), "DEPLOYED");
+      const d = await s.api.deployment(created.id);
+      assert.ok(d.source_config.custom_url);
+      assert.equal((await appGet(d.source_config.custom_url)).status, 200);
+    });
+
+    it("delete stops the app, removes its files, frees the name", async () => {
+      const ctx = suite.ctx;
+      const removed = await s.api.call<Deployment>("DELETE", `/v2/deployments/${s.dep.id}`);
+      assert.equal(removed.status, "AWAITING_DELETE");
+      const deadline = Date.now() + 30_000;
+      for (;;) {
+        const res = await ctx.app.inject({
+          method: "GET",
+          url: `/v2/deployments/${s.dep.id}`,
+          headers: ctx.headers(ctx.keys.admin),
+        });
+        if (res.statusCode === 404) break;
+        assert.ok(Date.now() < deadline, "deployment still there");
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      assert.notEqual((await appGet(s.url)).status, 200, "nothing serves the deleted deployment");
+      assert.equal(existsSync(join(ctx.config.dataDir, "apps", s.dep.id)), false, "its files are gone");
+      const again = await s.api.createCodehost({
+        name: `life-${kind}`,
+        integrationId: s.integrationId,
+        repoUrl: s.repoUrl,
+      });
+      assert.ok(again.latest_revision_id);
+      assert.equal(await settle(again.latest_revision_id), "DEPLOYED");
+    });
+  },
+  { env: e2eEnv(git.root, appsPort) },
+);
