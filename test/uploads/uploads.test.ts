@@ -457,6 +457,25 @@ forEachDatabase(
       assert.equal(row, undefined);
     });
 
+    it("a deployment deleted while its tarball arrives → 410, and nothing is left behind", async () => {
+      const ctx = suite.ctx;
+      const id = await insertDeployment(ctx);
+      const url = await newUrl(ctx, id);
+      const tarball = await makeTarball({ "blob.bin": randomBytes(2 * CHUNK_BYTES) });
+      async function* body() {
+        yield tarball.subarray(0, CHUNK_BYTES + 100);
+        // The first chunk is stored by now; the deployment goes away before the rest arrives.
+        for (let i = 0; i < 50 && (await chunkCount(ctx, url.source_tarball_path)) === 0; i++) {
+          await new Promise((r) => setTimeout(r, 20));
+        }
+        await ctx.db.orm.delete(deployments).where(eq(deployments.id, id));
+        yield tarball.subarray(CHUNK_BYTES + 100);
+      }
+      const res = await put(ctx, url.upload_url, Readable.from(body()));
+      assert.equal(res.statusCode, 410, res.body);
+      assert.equal(await chunkCount(ctx, url.source_tarball_path), 0);
+    });
+
     authMatrix(suite, {
       method: "POST",
       url: () => `/v2/deployments/${deploymentId}/upload-url`,

@@ -2,6 +2,7 @@ import { createHash, randomBytes, randomUUID, timingSafeEqual } from "node:crypt
 import { and, eq, isNull, lt, sql } from "drizzle-orm";
 import type { Config } from "../../config.ts";
 import type { Executor } from "../../db/client.ts";
+import { isForeignKeyViolation } from "../../db/errors.ts";
 import { uploadChunks, uploads } from "../../db/schema/codehost.ts";
 import { deployments } from "../../db/schema/deployments.ts";
 import { badRequest, conflict, forbidden, HttpError, invalid, notFound } from "../../http/errors.ts";
@@ -127,7 +128,10 @@ export async function receiveUpload(
   let pendingBytes = 0;
   let head: Buffer | undefined = Buffer.alloc(0);
   const store = async (data: Buffer) => {
-    await exec.insert(uploadChunks).values({ uploadId, seq, data });
+    // base64 text decoded by the server: both drivers pass it far faster than a bytea parameter.
+    await exec.execute(
+      sql`INSERT INTO upload_chunks (upload_id, seq, data) VALUES (${uploadId}, ${seq}, decode(${data.toString("base64")}, 'base64'))`,
+    );
     seq++;
   };
   const check = (bytes: Buffer) => {
@@ -164,7 +168,7 @@ export async function receiveUpload(
       .set({ completedAt: sql`now()`, sizeBytes: total })
       .where(eq(uploads.id, uploadId))
       .returning();
-    if (!done?.completedAt) throw notFound("Upload not found.");
+    if (!done?.completedAt) throw new HttpError(410, "The deployment was deleted during the upload.");
     return {
       source_tarball_path: done.sourceTarballPath,
       size_bytes: total,
@@ -173,6 +177,8 @@ export async function receiveUpload(
   } catch (err) {
     await release(exec, uploadId);
     if (err instanceof HttpError) throw err;
+    // The deployment (and with it this upload) was deleted while the body was arriving.
+    if (isForeignKeyViolation(err)) throw new HttpError(410, "The deployment was deleted during the upload.");
     // The client went away mid-body: its fault, not the server's.
     if ((err as { code?: string }).code === "ECONNRESET" || (err as Error).message === "aborted") {
       throw badRequest("The upload was interrupted before the body ended.");
