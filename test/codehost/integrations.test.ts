@@ -395,6 +395,51 @@ forEachDatabase(
       assert.equal(twice.statusCode, 404, twice.body);
     });
 
+    it("a codehost deployment created through the API pins its integration: DELETE → 409 until it is gone", async () => {
+      const ctx = suite.ctx;
+      const dir = join(fx.root, `api-${ctx.kind}`);
+      workingRepo(join(dir, "app"), "main");
+      const integration = ((await createLocal(ctx, dir)).json() as { id: string }).id;
+      const repos = (
+        await ctx.app.inject({
+          method: "GET",
+          url: `${BASE}/${integration}/repos`,
+          headers: ctx.headers(ctx.keys.member),
+        })
+      ).json() as Repo[];
+      const repo = repos[0];
+      assert.ok(repo);
+      const create = (repoRef: string) =>
+        ctx.app.inject({
+          method: "POST",
+          url: "/v2/deployments",
+          headers: ctx.headers(ctx.keys.member),
+          // What the repository record says to copy into the request.
+          payload: {
+            name: `from-repo-${repoRef.replace(/[^a-z0-9]/g, "")}`,
+            source: "codehost",
+            source_config: { integration_id: repo.host_integration_id, repo_url: repo.url },
+            source_revision_config: { repo_ref: repoRef, framework_config_path: "slipway.json" },
+          },
+        });
+      const missingRef = await create("no-such-branch");
+      assert.equal(missingRef.statusCode, 422, missingRef.body);
+      const created = await create(repo.default_branch);
+      assert.equal(created.statusCode, 201, created.body);
+      const deploymentId = (created.json() as { id: string }).id;
+      const url = `${BASE}/${integration.toUpperCase()}`;
+      const refused = await ctx.app.inject({ method: "DELETE", url, headers: ctx.headers(ctx.keys.admin) });
+      assert.equal(refused.statusCode, 409, refused.body);
+      const gone = await ctx.app.inject({
+        method: "DELETE",
+        url: `/v2/deployments/${deploymentId}`,
+        headers: ctx.headers(ctx.keys.member),
+      });
+      assert.equal(gone.statusCode, 200, gone.body);
+      const del = await ctx.app.inject({ method: "DELETE", url, headers: ctx.headers(ctx.keys.admin) });
+      assert.equal(del.statusCode, 200, del.body);
+    });
+
     it("the local_git listing never follows a symlink out of the directory", async () => {
       const ctx = suite.ctx;
       const res = await ctx.app.inject({

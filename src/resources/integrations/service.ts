@@ -123,7 +123,7 @@ export async function deleteIntegration(exec: Executor, caller: Caller, id: stri
     exec,
     sql`SELECT name FROM deployments
          WHERE organization_id = ${caller.organizationId} AND source = 'codehost'
-           AND source_config->>'integration_id' = ${id} AND status <> 'AWAITING_DELETE'
+           AND source_config->>'integration_id' = ${row.id} AND status <> 'AWAITING_DELETE'
          LIMIT 1`,
   );
   if (used) {
