@@ -77,6 +77,7 @@ export class Reconciler {
   private readonly deletions = new Set<string>();
   private readonly sinks = new Map<string, RevisionLogSink>();
   private readonly restoring = new Set<string>();
+  private readonly restoreAbort = new AbortController();
   private timer: NodeJS.Timeout | undefined;
   private unlisten: (() => Promise<void>) | undefined;
   private ticking: Promise<void> | undefined;
@@ -126,6 +127,7 @@ export class Reconciler {
     this.stopped = true;
     if (this.timer) clearTimeout(this.timer);
     await this.unlisten?.().catch(() => {});
+    this.restoreAbort.abort(new Error("shutting down"));
     await this.ready;
     for (const job of this.jobs.values()) job.controller.abort(new Error("shutting down"));
     await Promise.allSettled([...this.jobs.values()].map((j) => j.done));
@@ -234,8 +236,7 @@ export class Reconciler {
   private async drive(work: RevisionWork, claimed: RevisionStatus, signal: AbortSignal): Promise<void> {
     const { runtime } = this.opts;
     let status = claimed;
-    const secrets = await revisionSecrets(this.orm, this.opts.keyring, work.id);
-    const sink = this.sinkFor(work.id, Object.values(secrets));
+    const sink = this.sinkFor(work.id, []);
     const ctx: PhaseContext = { log: (stream, line) => sink.log(stream, line), signal };
     const step = async (to: RevisionStatus, message?: string) => {
       if (signal.aborted) throw new LostClaim();
@@ -255,6 +256,8 @@ export class Reconciler {
     };
 
     try {
+      const secrets = await revisionSecrets(this.orm, this.opts.keyring, work.id);
+      sink.setSecrets(Object.values(secrets));
       if (MID_WAY.has(status)) {
         sink.log(
           "build",
@@ -510,9 +513,10 @@ export class Reconciler {
         if (this.stopped) return;
         this.restoring.add(d.id);
         try {
-          await this.activateExisting(d.active_revision_id);
+          await this.activateExisting(d.active_revision_id, this.restoreAbort.signal);
           if (d.status === "UNKNOWN") await moveDeployment(this.orm, d.id, "UNKNOWN", "READY");
         } catch (err) {
+          if (this.stopped) return;
           this.log.error({ err, deploymentId: d.id }, "reconciler: could not restart an active revision");
           this.sinks.get(d.active_revision_id)?.log("deploy", `Slipway: restart failed: ${messageOf(err)}`);
           if (d.status === "READY") await moveDeployment(this.orm, d.id, "READY", "UNKNOWN").catch(() => {});

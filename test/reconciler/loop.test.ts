@@ -231,6 +231,24 @@ forEachDatabase("reconciler loop", (suite) => {
     });
   });
 
+  it("a secret that cannot be decrypted is a fault: retried, then CREATE_FAILED, never a crash", async () => {
+    const ctx = suite.ctx;
+    const runtime = new ScriptedRuntime();
+    const dep = await insertDeployment(ctx);
+    const rev = await queueRevision(ctx, dep, { secrets: { TOKEN: "value" }, status: "CREATING" });
+    // Bound to another row: authentication fails on decrypt.
+    await ctx.db.orm.execute(
+      sql`UPDATE revision_secrets SET value_enc = ${ctx.keyring.encrypt("value", "revision_secrets.value_enc:elsewhere")}
+           WHERE revision_id = ${rev}`,
+    );
+    await ctx.db.orm.execute(sql`UPDATE revisions SET status = 'QUEUED' WHERE id = ${rev}`);
+    await withReconciler(ctx, runtime, async () => {
+      assert.equal(await waitForRevision(ctx.db, rev, { timeoutMs: 20_000 }), "CREATE_FAILED");
+    });
+    assert.match((await revisionRow(ctx, rev)).status_message ?? "", /gave up after 3 faults/);
+    assert.equal(runtime.count("prepare", rev), 0);
+  });
+
   it("two reconcilers on one database never work on the same revision", async () => {
     const ctx = suite.ctx;
     const a = new ScriptedRuntime();
