@@ -322,12 +322,19 @@ export class Reconciler {
       this.orm,
       sql`SELECT status, lease_owner FROM revisions WHERE id = ${work.id}`,
     );
-    await releaseLease(this.orm, work.id, this.workerId);
-    if (!row) return;
-    if (isTerminal(row.status)) {
+    if (row && isTerminal(row.status)) {
       sink.log("build", `Slipway: stopped (${row.status}).`);
-      if (row.status !== "DEPLOYED") await this.opts.runtime.discard(work.deploymentId, work.id);
+      if (row.status !== "DEPLOYED") await this.discard(work);
     }
+    // Last: a released lease tells a deletion waiting on this revision that it may proceed.
+    await releaseLease(this.orm, work.id, this.workerId);
+  }
+
+  /** Removes a revision's files; a failure here must not keep the revision from its status. */
+  private async discard(work: RevisionWork): Promise<void> {
+    await this.opts.runtime.discard(work.deploymentId, work.id).catch((err) => {
+      this.log.warn({ err, revisionId: work.id }, "removing a revision's files failed");
+    });
   }
 
   private async fail(
@@ -339,6 +346,8 @@ export class Reconciler {
   ): Promise<void> {
     sink.log(to === "DEPLOY_FAILED" ? "deploy" : "build", `Slipway: ${to}: ${message}`);
     await sink.flush();
+    // Files first: once the status says failed, nothing but its logs is left.
+    await this.discard(work);
     const moved = await moveRevision(this.orm, {
       id: work.id,
       from,
@@ -349,7 +358,6 @@ export class Reconciler {
     });
     if (moved) await this.notifyStatus(work.id);
     else await releaseLease(this.orm, work.id, this.workerId);
-    await this.opts.runtime.discard(work.deploymentId, work.id);
   }
 
   /** A fault of ours or of the platform: UNKNOWN, retried with back-off, failed after a few tries. */
