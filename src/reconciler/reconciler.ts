@@ -74,7 +74,7 @@ export class Reconciler {
   private readonly concurrency: number;
   private readonly appDbs: AppDatabases | undefined;
   private readonly jobs = new Map<string, Job>();
-  private readonly deletions = new Set<string>();
+  private readonly deletions = new Map<string, Promise<void>>();
   private readonly sinks = new Map<string, RevisionLogSink>();
   private readonly restoring = new Set<string>();
   private readonly restoreAbort = new AbortController();
@@ -132,6 +132,7 @@ export class Reconciler {
     for (const job of this.jobs.values()) job.controller.abort(new Error("shutting down"));
     await Promise.allSettled([...this.jobs.values()].map((j) => j.done));
     await this.ticking?.catch(() => {});
+    await Promise.allSettled(this.deletions.values());
     await Promise.allSettled([...this.sinks.values()].map((s) => s.close()));
   }
 
@@ -539,13 +540,13 @@ export class Reconciler {
   // ── deployments ────────────────────────────────────────────────────────────────────────────
 
   private runDeletion(d: ClaimedDeletion): void {
-    this.deletions.add(d.id);
-    void this.teardown(d)
+    const done = this.teardown(d)
       .catch(async (err) => {
         this.log.error({ err, deploymentId: d.id }, "reconciler: teardown failed; retrying");
         await deferDeletion(this.orm, d.id, this.workerId, 2000).catch(() => {});
       })
       .finally(() => this.deletions.delete(d.id));
+    this.deletions.set(d.id, done);
   }
 
   /** AWAITING_DELETE → revisions stopped, processes and files gone, database dropped → row removed. */
