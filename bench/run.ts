@@ -1,0 +1,132 @@
+import pg from "pg";
+import { type Child, startChild } from "./children.ts";
+import { deployTimes } from "./deploy-time.ts";
+import { type LoadResult, load } from "./load.ts";
+
+/**
+ * `npm run bench`: Slipway against the limit — a bare Fastify route on this machine answering the
+ * same bytes from memory — for list (20 a page), get, and a revision-creating PATCH, on PGlite and
+ * on PostgreSQL with 10k deployments; then the time from PATCH to DEPLOYED for a minimal app.
+ */
+const seconds = Number(process.env.BENCH_SECONDS ?? 8);
+const connections = Number(process.env.BENCH_CONNECTIONS ?? 10);
+const pgAdminUrl = process.env.BENCH_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
+
+interface SlipwayInfo {
+  url: string;
+  key: string;
+  getId: string;
+  patchIds: string[];
+  deployments: number;
+}
+
+interface Row {
+  db: string;
+  op: string;
+  bare: LoadResult;
+  slipway: LoadResult;
+}
+
+async function postgresDatabase(): Promise<string | undefined> {
+  const admin = new pg.Client({ connectionString: pgAdminUrl, connectionTimeoutMillis: 2000 });
+  try {
+    await admin.connect();
+    await admin.query("DROP DATABASE IF EXISTS slipway_bench WITH (FORCE)");
+    await admin.query("CREATE DATABASE slipway_bench");
+    const u = new URL(pgAdminUrl);
+    u.pathname = "/slipway_bench";
+    return u.toString();
+  } catch (err) {
+    console.warn(`PostgreSQL unavailable (${(err as Error).message}); benchmarking PGlite only.`);
+    return undefined;
+  } finally {
+    await admin.end().catch(() => {});
+  }
+}
+
+const PATCH_BODY = JSON.stringify({ source_revision_config: { image_uri: "registry.example/app:1.0.1" } });
+
+async function sample(info: SlipwayInfo, path: string, method = "GET", body?: string): Promise<string> {
+  const res = await fetch(`${info.url}${path}`, {
+    method,
+    headers: { "x-api-key": info.key, "content-type": "application/json" },
+    body,
+  });
+  if (!res.ok) throw new Error(`${method} ${path} answered ${res.status}: ${await res.text()}`);
+  return res.text();
+}
+
+async function benchDatabase(label: string, databaseUrl: string): Promise<Row[]> {
+  console.log(`\n[${label}] seeding and starting Slipway…`);
+  const slipway: Child<SlipwayInfo> = await startChild("slipway-server.ts", { DATABASE_URL: databaseUrl });
+  const info = slipway.info;
+  console.log(`[${label}] ${info.deployments} deployments loaded`);
+  const listPaths = Array.from({ length: 50 }, (_, i) => `/v2/deployments?limit=20&offset=${i * 20}`);
+  const getPaths = [`/v2/deployments/${info.getId}`];
+  const patchPaths = info.patchIds.map((id) => `/v2/deployments/${id}`);
+  const bodies = {
+    list: await sample(info, listPaths[0] as string),
+    get: await sample(info, getPaths[0] as string),
+    patch: await sample(info, patchPaths[0] as string, "PATCH", PATCH_BODY),
+  };
+  const bare: Child<{ url: string }> = await startChild("bare-server.ts", {}, JSON.stringify(bodies));
+  const headers = { "x-api-key": info.key, "content-type": "application/json" };
+  const ops: [string, string[], "GET" | "PATCH"][] = [
+    ["list", listPaths, "GET"],
+    ["get", getPaths, "GET"],
+    ["patch (new revision)", patchPaths, "PATCH"],
+  ];
+  const rows: Row[] = [];
+  try {
+    for (const [op, paths, method] of ops) {
+      const body = method === "PATCH" ? PATCH_BODY : undefined;
+      const run = (url: string, s: number) =>
+        load({ url, method, headers, paths, body, seconds: s, connections });
+      await run(bare.info.url, 1);
+      const bareResult = await run(bare.info.url, seconds);
+      await run(info.url, 1);
+      const slipResult = await run(info.url, seconds);
+      if (slipResult.non2xx || slipResult.errors) {
+        throw new Error(`${op}: ${slipResult.non2xx} non-2xx and ${slipResult.errors} errors from Slipway`);
+      }
+      rows.push({ db: label, op, bare: bareResult, slipway: slipResult });
+      console.log(
+        `[${label}] ${op}: ${Math.round(slipResult.rps)} req/s (limit ${Math.round(bareResult.rps)})`,
+      );
+    }
+  } finally {
+    await bare.stop();
+    await slipway.stop();
+  }
+  return rows;
+}
+
+function table(rows: Row[]): string {
+  const lines = [
+    "| database | operation | Slipway req/s | p50 ms | p99 ms | limit req/s | limit p50 | limit p99 | ratio |",
+    "|---|---|---:|---:|---:|---:|---:|---:|---:|",
+  ];
+  for (const r of rows) {
+    lines.push(
+      `| ${r.db} | ${r.op} | ${Math.round(r.slipway.rps)} | ${r.slipway.p50} | ${r.slipway.p99} | ` +
+        `${Math.round(r.bare.rps)} | ${r.bare.p50} | ${r.bare.p99} | ${(r.slipway.rps / r.bare.rps).toFixed(2)}× |`,
+    );
+  }
+  return lines.join("\n");
+}
+
+const results: Row[] = [];
+results.push(...(await benchDatabase("PGlite", "memory://")));
+const pgUrl = await postgresDatabase();
+if (pgUrl) results.push(...(await benchDatabase("PostgreSQL", pgUrl)));
+
+console.log(`\n${connections} connections, ${seconds} s per run, 10k deployments\n`);
+console.log(table(results));
+
+if (process.env.BENCH_SKIP_DEPLOY !== "1") {
+  const times = await deployTimes(Number(process.env.BENCH_DEPLOYS ?? 5));
+  console.log(
+    `\nPATCH → DEPLOYED (minimal app, local runtime, PGlite): median ${times.median} ms ` +
+      `(runs: ${times.runs.join(", ")} ms)`,
+  );
+}
