@@ -1,11 +1,14 @@
 import assert from "node:assert/strict";
-import { existsSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, it } from "node:test";
+import * as tar from "tar";
 import { type RunningReconciler, startReconciler } from "../../src/reconciler/start.ts";
 import { waitForRevision } from "../../src/reconciler/wait.ts";
 import { forEachDatabase } from "../helpers/harness.ts";
 import {
+  AppRepo,
   appGet,
   createDeployed,
   type Deployed,
@@ -16,10 +19,16 @@ import {
 } from "./stack.ts";
 
 const git = gitRoot();
+
+async function streamToBuffer(stream: AsyncIterable<unknown>): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of stream) chunks.push(Buffer.from(chunk as Uint8Array));
+  return Buffer.concat(chunks);
+}
 const appsPort = await freePort();
 
 forEachDatabase(
-  "end to end: interrupt, redeploy, coalescing, templates and delete on the local runtime",
+  "end to end: interrupt, redeploy, coalescing, templates, uploads and delete on the local runtime",
   (suite, kind) => {
     let stack: RunningReconciler | undefined;
     let s: Deployed;
@@ -108,6 +117,46 @@ forEachDatabase(
       const d = await s.api.deployment(created.id);
       assert.ok(d.source_config.custom_url);
       assert.equal((await appGet(d.source_config.custom_url)).status, 200);
+    });
+
+    it("uploaded source (internal_source) deploys from the tarball stored in the database", async () => {
+      const ctx = suite.ctx;
+      const created = await s.api.call<Deployment>(
+        "POST",
+        "/v2/deployments",
+        {
+          name: `up-${kind}`,
+          source: "internal_source",
+          source_revision_config: { framework_config_path: "slipway.json" },
+        },
+        201,
+      );
+      assert.equal(created.latest_revision_id, null);
+      const target = await s.api.call<{ upload_url: string; source_tarball_path: string }>(
+        "POST",
+        `/v2/deployments/${created.id}/upload-url`,
+      );
+      const files = new AppRepo(mkdtempSync(join(tmpdir(), "slipway-upload-")), "src");
+      files.commit({ version: "uploaded" });
+      const archive = await streamToBuffer(
+        tar.c({ gzip: true, cwd: files.dir }, ["server.js", "slipway.json"]),
+      );
+      const u = new URL(target.upload_url);
+      const put = await ctx.app.inject({
+        method: "PUT",
+        url: `${u.pathname}${u.search}`,
+        headers: { "content-type": "application/gzip" },
+        payload: archive,
+      });
+      assert.equal(put.statusCode, 200, put.body);
+      const patched = await s.api.patch(created.id, {
+        source_revision_config: { source_tarball_path: target.source_tarball_path },
+      });
+      assert.ok(patched.latest_revision_id);
+      assert.equal(await settle(patched.latest_revision_id), "DEPLOYED");
+      const d = await s.api.deployment(created.id);
+      assert.ok(d.source_config.custom_url);
+      assert.equal((await appGet(d.source_config.custom_url)).body.version, "uploaded");
     });
 
     it("delete stops the app, removes its files, frees the name", async () => {
