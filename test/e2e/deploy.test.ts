@@ -1,7 +1,9 @@
 import assert from "node:assert/strict";
 import { after, it } from "node:test";
+import { AppDatabases } from "../../src/reconciler/app-database.ts";
 import { type RunningReconciler, startReconciler } from "../../src/reconciler/start.ts";
 import { waitForRevision } from "../../src/reconciler/wait.ts";
+import { TEST_DATABASE_URL } from "../helpers/databases.ts";
 import { forEachDatabase } from "../helpers/harness.ts";
 import { appGet, createDeployed, type Deployed, e2eEnv, freePort, gitRoot, loopRequests } from "./stack.ts";
 
@@ -15,6 +17,8 @@ forEachDatabase(
     let s: Deployed;
     after(async () => {
       await stack?.stop();
+      // The deployment is kept to the end, so its database is dropped here.
+      if (s) await new AppDatabases(TEST_DATABASE_URL, suite.ctx.keyring).drop(s.dep.id);
     });
     const settle = (rid: string) => waitForRevision(suite.ctx.db, rid, { timeoutMs: 60_000 });
     const latest = async () => {
@@ -34,6 +38,7 @@ forEachDatabase(
       assert.equal(answer.status, 200);
       assert.equal(answer.body.version, "1");
       assert.equal(answer.body.greeting, "greeting-secret-value");
+      assert.equal(answer.body.db, "set", "the app got DATABASE_URI for its own database");
       const rev = await s.api.revision(s.dep.id, s.firstRevision);
       assert.equal(rev.source_revision_config.repo_commit_sha, s.firstSha);
       assert.deepEqual(
@@ -92,5 +97,5 @@ forEachDatabase(
       assert.equal((await appGet(s.url)).body.version, "2", "the active revision kept serving");
     });
   },
-  { env: e2eEnv(git.root, appsPort) },
+  { env: { ...e2eEnv(git.root, appsPort), SLIPWAY_APPS_DATABASE_URL: TEST_DATABASE_URL } },
 );
