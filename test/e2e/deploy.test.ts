@@ -1,4 +1,6 @@
 import assert from "node:assert/strict";
+import { existsSync, rmSync } from "node:fs";
+import { join } from "node:path";
 import { after, it } from "node:test";
 import { AppDatabases } from "../../src/reconciler/app-database.ts";
 import { type RunningReconciler, startReconciler } from "../../src/reconciler/start.ts";
@@ -95,6 +97,32 @@ forEachDatabase(
       await s.api.patch(s.dep.id, { source_revision_config: { repo_ref: "sick" } });
       assert.equal(await settle(await latest()), "DEPLOY_FAILED");
       assert.equal((await appGet(s.url)).body.version, "2", "the active revision kept serving");
+    });
+
+    it("a deployment whose processes keep crashing is UNKNOWN, and READY again once they run", async () => {
+      const d = await s.api.deployment(s.dep.id);
+      assert.ok(d.active_revision_id);
+      const flag = join(
+        suite.ctx.config.dataDir,
+        "apps",
+        s.dep.id,
+        d.active_revision_id,
+        "app",
+        "crash.flag",
+      );
+      await appGet(s.url, "/crash");
+      const status = async (want: string) => {
+        const deadline = Date.now() + 30_000;
+        while ((await s.api.deployment(s.dep.id)).status !== want) {
+          assert.ok(Date.now() < deadline, `deployment never became ${want}`);
+          await new Promise((r) => setTimeout(r, 50));
+        }
+      };
+      await status("UNKNOWN");
+      assert.ok(existsSync(flag));
+      rmSync(flag);
+      await status("READY");
+      assert.equal((await appGet(s.url)).body.version, "2");
     });
   },
   { env: { ...e2eEnv(git.root, appsPort), SLIPWAY_APPS_DATABASE_URL: TEST_DATABASE_URL } },

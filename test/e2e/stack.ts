@@ -52,8 +52,17 @@ export interface AppVersion {
 function serverJs(v: AppVersion): string {
   if (v.mode === "exit") return `console.log("starting and exiting"); process.exit(3);\n`;
   const status = v.mode === "unhealthy" ? 500 : 200;
-  return `const http = require("node:http");
+  return `const fs = require("node:fs");
+const http = require("node:http");
+// GET /crash leaves a flag that makes every start fail until it is removed.
+if (fs.existsSync("crash.flag")) { console.log("crash flag present: exiting"); process.exit(1); }
 const server = http.createServer((req, res) => {
+  if (req.url === "/crash") {
+    fs.writeFileSync("crash.flag", "x");
+    res.end("bye");
+    setTimeout(() => process.exit(1), 10);
+    return;
+  }
   res.writeHead(${status}, { "content-type": "application/json" });
   res.end(JSON.stringify({ version: ${JSON.stringify(v.version)}, greeting: process.env.GREETING ?? null,
     db: process.env.DATABASE_URI ? "set" : null, pid: process.pid, path: req.url }));
