@@ -78,6 +78,8 @@ export class Reconciler {
   private readonly sinks = new Map<string, RevisionLogSink>();
   private readonly restoring = new Set<string>();
   private readonly restoreAbort = new AbortController();
+  /** Deployments this process's runtime was told to run (deployed here, or restored at start). */
+  private readonly served = new Set<string>();
   private timer: NodeJS.Timeout | undefined;
   private unlisten: (() => Promise<void>) | undefined;
   private ticking: Promise<void> | undefined;
@@ -180,7 +182,10 @@ export class Reconciler {
     const claimed = await claimRevisions(this.orm, this.workerId, this.leaseMs, free);
     for (const c of claimed) await this.runRevision(c);
 
-    if (poll) await this.checkHealth();
+    if (poll) {
+      await this.pruneServed();
+      await this.checkHealth();
+    }
   }
 
   // ── revisions ──────────────────────────────────────────────────────────────────────────────
@@ -296,6 +301,7 @@ export class Reconciler {
         throw new LostClaim();
       }
       status = "DEPLOYED";
+      this.served.add(work.deploymentId);
       await this.notifyStatus(work.id);
       sink.log("deploy", `Slipway: serving at ${activation.url}.`);
       const previous = work.activeRevisionId;
@@ -523,6 +529,7 @@ export class Reconciler {
         this.restoring.add(d.id);
         try {
           await this.activateExisting(d.active_revision_id, this.restoreAbort.signal);
+          this.served.add(d.id);
           if (d.status === "UNKNOWN") await moveDeployment(this.orm, d.id, "UNKNOWN", "READY");
         } catch (err) {
           if (this.stopped) return;
@@ -579,6 +586,7 @@ export class Reconciler {
       return;
     }
     await this.opts.runtime.teardown(d.id);
+    this.served.delete(d.id);
     if (this.appDbs) await this.appDbs.drop(d.id);
     const revs = await rows<{ id: string }>(
       this.orm,
@@ -590,6 +598,32 @@ export class Reconciler {
     }
     await this.opts.removeDeployment(this.orm, d.id);
     this.log.info({ deploymentId: d.id }, "reconciler: deployment torn down and removed");
+  }
+
+  /**
+   * Another process tore down a deployment that this one also runs (both restored it at start):
+   * stop it here too, so nothing of a deleted deployment keeps running.
+   */
+  private async pruneServed(): Promise<void> {
+    if (this.served.size === 0) return;
+    const ids = [...this.served];
+    const live = await rows<{ id: string }>(
+      this.orm,
+      sql`SELECT id FROM deployments WHERE status <> 'AWAITING_DELETE' AND id IN (${sql.join(
+        ids.map((id) => sql`${id}::uuid`),
+        sql`, `,
+      )})`,
+    );
+    const keep = new Set(live.map((r) => r.id));
+    for (const id of ids) {
+      if (keep.has(id) || this.deletions.has(id)) continue;
+      const [row] = await rows<{ id: string }>(this.orm, sql`SELECT id FROM deployments WHERE id = ${id}`);
+      // Still AWAITING_DELETE: whoever claims it tears it down (here too, if this process does).
+      if (row) continue;
+      await this.opts.runtime.teardown(id);
+      this.served.delete(id);
+      this.log.info({ deploymentId: id }, "reconciler: stopped a deployment removed by another process");
+    }
   }
 
   /** Leader only: deployments whose runtime cannot report become UNKNOWN, and READY again when it can. */

@@ -292,6 +292,30 @@ forEachDatabase("reconciler loop", (suite) => {
     });
   });
 
+  it("a deployment deleted through one process stops in every process that runs it", async () => {
+    const ctx = suite.ctx;
+    const a = new ScriptedRuntime();
+    const b = new ScriptedRuntime();
+    const dep = await insertDeployment(ctx);
+    const ra = makeReconciler(ctx, a, { workerId: "worker-a" });
+    await ra.start();
+    const rb = makeReconciler(ctx, b, { workerId: "worker-b" });
+    try {
+      const rev = await queueRevision(ctx, dep);
+      assert.equal(await waitForRevision(ctx.db, rev), "DEPLOYED");
+      // The second process starts later and runs the active revision too.
+      await rb.start();
+      await rb.ready;
+      assert.equal(a.serving.get(dep), rev);
+      assert.equal(b.serving.get(dep), rev);
+      await requestDelete(ctx, dep);
+      await until("the row to go", async () => (await deploymentRow(ctx, dep)) === undefined);
+      await until("both processes to stop it", async () => !a.serving.has(dep) && !b.serving.has(dep));
+    } finally {
+      await Promise.all([ra.stop(), rb.stop()]);
+    }
+  });
+
   it("on start, brings active revisions back without a rebuild when built, with one otherwise", async () => {
     const ctx = suite.ctx;
     const first = new ScriptedRuntime();
