@@ -78,8 +78,9 @@ export class Reconciler {
   private readonly sinks = new Map<string, RevisionLogSink>();
   private readonly restoring = new Set<string>();
   private readonly restoreAbort = new AbortController();
-  /** Deployments this process's runtime was told to run (deployed here, or restored at start). */
-  private readonly served = new Set<string>();
+  /** What this process's runtime runs: deployment → revision (deployed here, or restored at start). */
+  private readonly served = new Map<string, string>();
+  private readonly following = new Map<string, Promise<void>>();
   private timer: NodeJS.Timeout | undefined;
   private unlisten: (() => Promise<void>) | undefined;
   private ticking: Promise<void> | undefined;
@@ -135,6 +136,7 @@ export class Reconciler {
     await Promise.allSettled([...this.jobs.values()].map((j) => j.done));
     await this.ticking?.catch(() => {});
     await Promise.allSettled(this.deletions.values());
+    await Promise.allSettled(this.following.values());
     await Promise.allSettled([...this.sinks.values()].map((s) => s.close()));
   }
 
@@ -183,7 +185,7 @@ export class Reconciler {
     for (const c of claimed) await this.runRevision(c);
 
     if (poll) {
-      await this.pruneServed();
+      await this.followOthers();
       await this.checkHealth();
     }
   }
@@ -301,7 +303,7 @@ export class Reconciler {
         throw new LostClaim();
       }
       status = "DEPLOYED";
-      this.served.add(work.deploymentId);
+      this.served.set(work.deploymentId, work.id);
       await this.notifyStatus(work.id);
       sink.log("deploy", `Slipway: serving at ${activation.url}.`);
       const previous = work.activeRevisionId;
@@ -529,7 +531,7 @@ export class Reconciler {
         this.restoring.add(d.id);
         try {
           await this.activateExisting(d.active_revision_id, this.restoreAbort.signal);
-          this.served.add(d.id);
+          this.served.set(d.id, d.active_revision_id);
           if (d.status === "UNKNOWN") await moveDeployment(this.orm, d.id, "UNKNOWN", "READY");
         } catch (err) {
           if (this.stopped) return;
@@ -601,28 +603,47 @@ export class Reconciler {
   }
 
   /**
-   * Another process tore down a deployment that this one also runs (both restored it at start):
-   * stop it here too, so nothing of a deleted deployment keeps running.
+   * Keeps what this process runs in line with what other processes decided, for deployments it
+   * also runs (both restored them at start): a newer active revision is switched to here too
+   * (rebuilt when its build is not on this machine), and a removed deployment is stopped here too.
    */
-  private async pruneServed(): Promise<void> {
+  private async followOthers(): Promise<void> {
     if (this.served.size === 0) return;
-    const ids = [...this.served];
-    const live = await rows<{ id: string }>(
+    const ids = [...this.served.keys()];
+    const current = await rows<{ id: string; status: string; active_revision_id: string | null }>(
       this.orm,
-      sql`SELECT id FROM deployments WHERE status <> 'AWAITING_DELETE' AND id IN (${sql.join(
+      sql`SELECT id, status, active_revision_id FROM deployments WHERE id IN (${sql.join(
         ids.map((id) => sql`${id}::uuid`),
         sql`, `,
       )})`,
     );
-    const keep = new Set(live.map((r) => r.id));
+    const byId = new Map(current.map((r) => [r.id, r]));
+    const busy = new Set([...this.jobs.values()].map((j) => j.deploymentId));
     for (const id of ids) {
-      if (keep.has(id) || this.deletions.has(id)) continue;
-      const [row] = await rows<{ id: string }>(this.orm, sql`SELECT id FROM deployments WHERE id = ${id}`);
-      // Still AWAITING_DELETE: whoever claims it tears it down (here too, if this process does).
-      if (row) continue;
-      await this.opts.runtime.teardown(id);
-      this.served.delete(id);
-      this.log.info({ deploymentId: id }, "reconciler: stopped a deployment removed by another process");
+      if (this.deletions.has(id) || this.following.has(id) || busy.has(id)) continue;
+      const row = byId.get(id);
+      if (!row) {
+        await this.opts.runtime.teardown(id);
+        this.served.delete(id);
+        this.log.info({ deploymentId: id }, "reconciler: stopped a deployment removed by another process");
+        continue;
+      }
+      // AWAITING_DELETE: whoever claims it tears it down (here too, if this process does).
+      const active = row.active_revision_id;
+      if (row.status === "AWAITING_DELETE" || !active || active === this.served.get(id)) continue;
+      const done = this.activateExisting(active, this.restoreAbort.signal)
+        .then(() => {
+          this.served.set(id, active);
+          this.log.info(
+            { deploymentId: id, revisionId: active },
+            "reconciler: switched to another process's deploy",
+          );
+        })
+        .catch((err) =>
+          this.log.warn({ err, deploymentId: id }, "reconciler: could not follow a new active revision"),
+        )
+        .finally(() => this.following.delete(id));
+      this.following.set(id, done);
     }
   }
 

@@ -292,7 +292,7 @@ forEachDatabase("reconciler loop", (suite) => {
     });
   });
 
-  it("a deployment deleted through one process stops in every process that runs it", async () => {
+  it("processes that run the same deployment follow each other's deploys and deletion", async () => {
     const ctx = suite.ctx;
     const a = new ScriptedRuntime();
     const b = new ScriptedRuntime();
@@ -308,6 +308,14 @@ forEachDatabase("reconciler loop", (suite) => {
       await rb.ready;
       assert.equal(a.serving.get(dep), rev);
       assert.equal(b.serving.get(dep), rev);
+      // A new revision, deployed by whichever process claims it, is switched to by the other too.
+      const next = await queueRevision(ctx, dep);
+      assert.equal(await waitForRevision(ctx.db, next), "DEPLOYED");
+      await until(
+        "both processes to run it",
+        async () => a.serving.get(dep) === next && b.serving.get(dep) === next,
+      );
+      assert.deepEqual(await history(ctx, next), HAPPY, "following is not a status change");
       await requestDelete(ctx, dep);
       await until("the row to go", async () => (await deploymentRow(ctx, dep)) === undefined);
       await until("both processes to stop it", async () => !a.serving.has(dep) && !b.serving.has(dep));
