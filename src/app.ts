@@ -70,8 +70,10 @@ export async function buildApp(deps: AppDeps, opts: BuildOptions = {}): Promise<
   registerErrorHandling(app);
   await registerAuth(app, deps.db);
   const metrics = registerMetrics(app, deps.db);
-  app.addHook("onSend", async (request, reply) => {
+  app.addHook("onSend", async (request, reply, payload) => {
     reply.header("x-request-id", request.id);
+    // 204 and 304 carry no body, whatever a handler's serializer made of its null.
+    return reply.statusCode === 204 || reply.statusCode === 304 ? "" : payload;
   });
   await registerOpenApi(app, config.basePath);
   await app.register(

@@ -87,7 +87,7 @@ export async function deploymentRoutes(app: App): Promise<void> {
       if (!record) throw notFound("Deployment not found.");
       const etag = etagOf(record);
       reply.header("etag", etag);
-      if (notModified(request.headers["if-none-match"], etag)) return reply.code(304).send();
+      if (notModified(request.headers["if-none-match"], etag)) return reply.code(304).send(null);
       return record;
     },
   );
