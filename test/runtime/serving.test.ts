@@ -90,7 +90,11 @@ describe("local runtime: serving", () => {
     await Promise.all(loops);
     assert.deepEqual(failures, []);
     assert.equal(seen.v1AfterSwitch, 0, "requests started after the switch go to the new revision");
-    assert.match(ctx.text("deploy"), /draining revision .*\n.*revision .* stopped/);
+    // Other lines (the new processes' output) may come between the two; the order is what counts.
+    const deployLog = ctx.text("deploy");
+    const draining = deployLog.search(/draining revision /);
+    const stopped = deployLog.search(/revision \S+ stopped/);
+    assert.ok(draining >= 0 && stopped > draining, deployLog);
   });
 
   it("a crashed process is restarted with back-off and its crash is in the deploy log", async () => {
@@ -101,7 +105,13 @@ describe("local runtime: serving", () => {
     await rt.activate(s, ctx);
     const before = Number((await hit(rt, s.deploymentName)).json().pid);
     assert.equal((await hit(rt, s.deploymentName, "/crash")).body, "bye");
-    await waitFor("the restart", () => ctx.lines.deploy.some((l) => /is serving again/.test(l)));
+    // The app's last output can reach the log after its exit is noticed: wait for both.
+    await waitFor(
+      "the restart",
+      () =>
+        ctx.lines.deploy.some((l) => /is serving again/.test(l)) &&
+        ctx.lines.deploy.some((l) => /crashing on purpose/.test(l)),
+    );
     const log = ctx.text("deploy");
     assert.match(log, /crashing on purpose/);
     assert.match(log, /slipway: process web\.1 exited with code 3; restarting in 100 ms/);
