@@ -5,7 +5,12 @@ import type { FastifyBaseLogger } from "fastify";
 import type { Config } from "../config.ts";
 import type { Keyring } from "../crypto/envelope.ts";
 import { type Database, type Executor, rows } from "../db/client.ts";
-import { assertTransition, isTerminal, type RevisionStatus } from "../resources/revisions/states.ts";
+import {
+  assertTransition,
+  isTerminal,
+  type RevisionStatus,
+  TERMINAL_REVISION_STATUSES,
+} from "../resources/revisions/states.ts";
 import type { Activation, PhaseContext, RevisionSpec, Runtime } from "../runtimes/interface.ts";
 import { AppDatabases } from "./app-database.ts";
 import {
@@ -562,14 +567,7 @@ export class Reconciler {
   private async teardown(d: ClaimedDeletion): Promise<void> {
     const pending = await rows<{ id: string; status: RevisionStatus }>(
       this.orm,
-      sql`SELECT id, status FROM revisions WHERE deployment_id = ${d.id} AND status NOT IN (${statusList([
-        "DEPLOYED",
-        "CREATE_FAILED",
-        "BUILD_FAILED",
-        "DEPLOY_FAILED",
-        "SKIPPED",
-        "INTERRUPTED",
-      ])})`,
+      sql`SELECT id, status FROM revisions WHERE deployment_id = ${d.id} AND status NOT IN (${statusList([...TERMINAL_REVISION_STATUSES])})`,
     );
     for (const r of pending)
       await interruptRevision(this.orm, r.id, r.status, "the deployment is being deleted");
