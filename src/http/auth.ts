@@ -1,6 +1,6 @@
 import { sql } from "drizzle-orm";
 import type { FastifyInstance, FastifyRequest } from "fastify";
-import { type Database, type Orm, rows } from "../db/client.ts";
+import { type Database, rows } from "../db/client.ts";
 import type { Role } from "../db/schema/identity.ts";
 import { hashApiKey } from "../resources/api-keys/key-material.ts";
 import { AUTH_CHANNEL, AuthCache } from "./auth-cache.ts";
@@ -68,9 +68,9 @@ export interface KeyRow {
 }
 
 /** One query: the key, its organization's default workspace, and whether X-Tenant-Id is one of its workspaces. */
-async function lookup(orm: Orm, keyHash: string, tenant: string | null): Promise<KeyRow | undefined> {
+async function lookup(db: Database, keyHash: string, tenant: string | null): Promise<KeyRow | undefined> {
   const [row] = await rows<KeyRow>(
-    orm,
+    db,
     sql`SELECT k.id, k.organization_id, k.workspace_id, k.role, k.is_system,
                (k.revoked_at IS NOT NULL) AS revoked, o.default_workspace_id,
                (SELECT w.id FROM workspaces w WHERE w.id = ${tenant}::uuid AND w.organization_id = k.organization_id)
@@ -131,7 +131,7 @@ export async function registerAuth(app: FastifyInstance, db: Database): Promise<
     const cacheKey = `${keyHash}|${tenant ?? ""}`;
     let row = cache.get(cacheKey);
     if (!row) {
-      row = await lookup(db.orm, keyHash, tenant);
+      row = await lookup(db, keyHash, tenant);
       if (row && !row.revoked) cache.set(cacheKey, row.id, row);
     }
     if (!row || row.revoked) throw unauthorized("Invalid or revoked API key.");

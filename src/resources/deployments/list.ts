@@ -1,5 +1,5 @@
 import { type SQL, sql } from "drizzle-orm";
-import type { Executor } from "../../db/client.ts";
+import type { Reader } from "../../db/client.ts";
 import { invalid } from "../../http/errors.ts";
 import { DEPLOYMENT_STATUSES } from "../revisions/states.ts";
 import { selectDeployments } from "./record.ts";
@@ -76,7 +76,7 @@ export function listFilters(workspaceId: string, q: ListDeploymentsQuery): SQL {
 }
 
 export async function listDeployments(
-  exec: Executor,
+  exec: Reader,
   workspaceId: string,
   q: ListDeploymentsQuery,
 ): Promise<DeploymentList> {

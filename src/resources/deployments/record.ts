@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import { type SQL, sql } from "drizzle-orm";
-import { type Executor, rows } from "../../db/client.ts";
+import { type Reader, rows } from "../../db/client.ts";
 import type { IN_PLACE_FIELDS, REVISION_FIELDS } from "./rules.ts";
 import {
   type Deployment,
@@ -104,7 +104,7 @@ export function etagOf(record: Deployment): string {
 }
 
 export async function findDeploymentRow(
-  exec: Executor,
+  exec: Reader,
   workspaceId: string,
   id: string,
 ): Promise<DeploymentRow | undefined> {
@@ -116,7 +116,7 @@ export async function findDeploymentRow(
 }
 
 export async function findDeployment(
-  exec: Executor,
+  exec: Reader,
   workspaceId: string,
   id: string,
 ): Promise<Deployment | undefined> {
@@ -129,7 +129,7 @@ export async function findDeployment(
  * (the list indexes lead with workspace and filter columns), so skipped rows cost an index entry,
  * not a heap fetch and a join — and only the page's rows are read and joined with their revisions.
  */
-export async function selectDeployments(exec: Executor, where: SQL, limit: number, offset: number) {
+export async function selectDeployments(exec: Reader, where: SQL, limit: number, offset: number) {
   const list = await rows<DeploymentRow>(
     exec,
     sql`SELECT ${sql.raw(RECORD_COLUMNS)}

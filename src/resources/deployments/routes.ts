@@ -23,7 +23,6 @@ const error = (description: string) => ({ ...ErrorBody, description });
 
 export async function deploymentRoutes(app: App): Promise<void> {
   const { deps } = app;
-  const orm = deps.db.orm;
 
   app.post(
     "/v2/deployments",
@@ -65,7 +64,7 @@ export async function deploymentRoutes(app: App): Promise<void> {
         response: { 200: DeploymentList },
       },
     },
-    async (request) => listDeployments(orm, workspaceOf(request).workspaceId, request.query),
+    async (request) => listDeployments(deps.db, workspaceOf(request).workspaceId, request.query),
   );
 
   app.get(
@@ -80,7 +79,7 @@ export async function deploymentRoutes(app: App): Promise<void> {
     },
     async (request, reply) => {
       const record = await findDeployment(
-        orm,
+        deps.db,
         workspaceOf(request).workspaceId,
         request.params.deployment_id,
       );

@@ -10,7 +10,6 @@ const error = (description: string) => ({ ...ErrorBody, description });
 
 export async function revisionRoutes(app: App): Promise<void> {
   const { deps } = app;
-  const orm = deps.db.orm;
 
   app.get(
     "/v2/deployments/:deployment_id/revisions",
@@ -24,7 +23,12 @@ export async function revisionRoutes(app: App): Promise<void> {
       },
     },
     async (request) =>
-      listRevisions(orm, workspaceOf(request).workspaceId, request.params.deployment_id, request.query),
+      listRevisions(
+        app.deps.db,
+        workspaceOf(request).workspaceId,
+        request.params.deployment_id,
+        request.query,
+      ),
   );
 
   app.get(
@@ -34,7 +38,7 @@ export async function revisionRoutes(app: App): Promise<void> {
     },
     async (request) =>
       getRevision(
-        orm,
+        app.deps.db,
         workspaceOf(request).workspaceId,
         request.params.deployment_id,
         request.params.revision_id,

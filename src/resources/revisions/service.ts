@@ -1,5 +1,5 @@
 import { type SQL, sql } from "drizzle-orm";
-import { type Executor, rows } from "../../db/client.ts";
+import { type Reader, rows } from "../../db/client.ts";
 import type { StatusChange } from "../../db/schema/deployments.ts";
 import type { AppDeps } from "../../deps.ts";
 import { badRequest, notFound } from "../../http/errors.ts";
@@ -45,7 +45,7 @@ export function toRevision(row: RevisionRow): Revision {
   };
 }
 
-async function deploymentExists(exec: Executor, workspaceId: string, id: string): Promise<boolean> {
+async function deploymentExists(exec: Reader, workspaceId: string, id: string): Promise<boolean> {
   const found = await rows<{ id: string }>(
     exec,
     sql`SELECT id FROM deployments WHERE id = ${id} AND workspace_id = ${workspaceId}`,
@@ -55,7 +55,7 @@ async function deploymentExists(exec: Executor, workspaceId: string, id: string)
 
 /** Newest first (by sequence number), optionally only some statuses. */
 export async function listRevisions(
-  exec: Executor,
+  exec: Reader,
   workspaceId: string,
   deploymentId: string,
   q: ListRevisionsQuery,
@@ -87,7 +87,7 @@ export async function listRevisions(
 }
 
 export async function getRevision(
-  exec: Executor,
+  exec: Reader,
   workspaceId: string,
   deploymentId: string,
   revisionId: string,
