@@ -24,6 +24,7 @@ export async function deployTimes(runs: number): Promise<{ median: number; runs:
       SLIPWAY_DATA_DIR: dataDir,
       SLIPWAY_BOOTSTRAP_API_KEY: apiKey,
       SLIPWAY_RECONCILER_POLL_MS: "500",
+      SLIPWAY_RATE_LIMIT_PER_MINUTE: "0",
       LOG_LEVEL: "warn",
     },
     stdio: ["ignore", "pipe", "inherit"],

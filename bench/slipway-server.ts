@@ -21,6 +21,7 @@ const config = loadConfig({
   DATABASE_URL: process.env.DATABASE_URL ?? "memory://",
   SLIPWAY_DATA_DIR: mkdtempSync(join(tmpdir(), "slipway-bench-")),
   SLIPWAY_RECONCILER: "false",
+  SLIPWAY_RATE_LIMIT_PER_MINUTE: "0",
   LOG_LEVEL: "silent",
   PORT: "0",
 });

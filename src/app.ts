@@ -7,6 +7,7 @@ import { registerErrorHandling } from "./http/errors.ts";
 import { requestLogFields } from "./http/log-redaction.ts";
 import { registerMetrics } from "./http/metrics.ts";
 import { registerDocsUi, registerOpenApi } from "./http/openapi.ts";
+import { registerRateLimit } from "./http/rate-limit.ts";
 import type { App } from "./http/types.ts";
 import { registerValidation } from "./http/validation.ts";
 import { routes } from "./routes.ts";
@@ -69,6 +70,8 @@ export async function buildApp(deps: AppDeps, opts: BuildOptions = {}): Promise<
   registerValidation(app);
   registerErrorHandling(app);
   await registerAuth(app, deps.db);
+  // After auth: the limit counts per API key.
+  registerRateLimit(app, config.rateLimitPerMinute);
   const metrics = registerMetrics(app, deps.db);
   app.addHook("onSend", async (request, reply, payload) => {
     reply.header("x-request-id", request.id);

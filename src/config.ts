@@ -23,6 +23,8 @@ export interface Config {
   /** Public URL of this server, used for links it hands out (upload URLs, OAuth callbacks). */
   publicUrl: string;
   bodyLimitBytes: number;
+  /** Requests a minute per API key; 0 turns the limit off. */
+  rateLimitPerMinute: number;
   uploadLimitBytes: number;
   localGitRoots: string[];
   github: { appId: string | undefined; privateKey: string | undefined; apiUrl: string };
@@ -134,6 +136,7 @@ export function loadConfig(env: Env = process.env): Config {
     logLevel,
     publicUrl,
     bodyLimitBytes: intVar(env, "SLIPWAY_BODY_LIMIT_BYTES", 1024 * 1024, 1024, 64 * 1024 * 1024),
+    rateLimitPerMinute: intVar(env, "SLIPWAY_RATE_LIMIT_PER_MINUTE", 6000, 0, 100_000_000),
     uploadLimitBytes: intVar(
       env,
       "SLIPWAY_UPLOAD_LIMIT_BYTES",

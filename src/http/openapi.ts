@@ -8,6 +8,7 @@ const ERRORS: Record<string, string> = {
   "403": "The key's role, workspace binding or X-Tenant-Id does not allow this.",
   "404": "Not found (also for another tenant's resources).",
   "422": "The request does not satisfy the schema or a field rule; `detail` lists each field.",
+  "429": "Too many requests for this API key; retry after Retry-After seconds.",
   "500": "A fault on the server; the body never carries internals.",
 };
 const BODY_ERRORS: Record<string, string> = {
@@ -29,7 +30,7 @@ function documentErrors(route: RouteOptions): void {
   const isPublic = route.config && (route.config as { auth?: { public?: boolean } }).auth?.public;
   const response = { ...(schema.response ?? {}) };
   for (const [code, description] of Object.entries({ ...ERRORS, ...(schema.body ? BODY_ERRORS : {}) })) {
-    if (isPublic && (code === "401" || code === "403")) continue;
+    if (isPublic && (code === "401" || code === "403" || code === "429")) continue;
     if (!(code in response)) response[code] = { ...ErrorBody, description };
   }
   schema.response = response;

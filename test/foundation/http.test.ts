@@ -204,3 +204,31 @@ describe("base path", () => {
     assert.ok(doc.paths["/v1/workspaces"]);
   });
 });
+
+describe("rate limit", () => {
+  let ctx: TestContext;
+  before(async () => {
+    ctx = await createTestContext("pglite", { env: { SLIPWAY_RATE_LIMIT_PER_MINUTE: "5" } });
+  });
+  after(async () => ctx.close());
+
+  it("counts requests per API key and answers 429 with Retry-After past the limit", async () => {
+    const call = (key: string) =>
+      ctx.app.inject({ method: "GET", url: "/v1/workspaces", headers: ctx.headers(key) });
+    for (let i = 0; i < 5; i++) {
+      const res = await call(ctx.keys.viewer);
+      assert.equal(res.statusCode, 200);
+      assert.equal(res.headers["x-ratelimit-limit"], "5");
+      assert.equal(res.headers["x-ratelimit-remaining"], String(4 - i));
+    }
+    const limited = await call(ctx.keys.viewer);
+    assert.equal(limited.statusCode, 429);
+    assert.match(limited.json().detail, /Rate limit of 5 requests a minute/);
+    const retry = Number(limited.headers["retry-after"]);
+    assert.ok(retry >= 1 && retry <= 60, `Retry-After ${retry}`);
+    // Another key has its own window; routes without a key are not counted.
+    assert.equal((await call(ctx.keys.member)).statusCode, 200);
+    for (let i = 0; i < 7; i++)
+      assert.equal((await ctx.app.inject({ method: "GET", url: "/ok" })).statusCode, 200);
+  });
+});

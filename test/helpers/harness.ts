@@ -54,6 +54,8 @@ export function testConfig(env: Record<string, string> = {}): Config {
     DATABASE_URL: "memory://",
     LOG_LEVEL: "info",
     SLIPWAY_RECONCILER: "false",
+    // Suites fire thousands of requests with one key; the limit has its own test.
+    SLIPWAY_RATE_LIMIT_PER_MINUTE: "0",
     ...env,
   });
 }
