@@ -32,17 +32,24 @@ export const oauthProviders = pgTable("oauth_providers", {
   updatedAt: ts("updated_at").notNull().defaultNow(),
 });
 
+/** Whose grant a token or a flow is: organization, provider, end user, agent, scopes. */
+function grantColumns() {
+  return {
+    id: uuid("id").primaryKey(),
+    organizationId: uuid("organization_id")
+      .notNull()
+      .references(() => organizations.id),
+    providerRef: uuid("provider_ref")
+      .notNull()
+      .references(() => oauthProviders.id),
+    userId: text("user_id").notNull(),
+    agentId: text("agent_id").notNull().default(""),
+    scopes: text("scopes").array().notNull().default([]),
+  };
+}
+
 export const oauthTokens = pgTable("oauth_tokens", {
-  id: uuid("id").primaryKey(),
-  organizationId: uuid("organization_id")
-    .notNull()
-    .references(() => organizations.id),
-  providerRef: uuid("provider_ref")
-    .notNull()
-    .references(() => oauthProviders.id),
-  userId: text("user_id").notNull(),
-  agentId: text("agent_id").notNull().default(""),
-  scopes: text("scopes").array().notNull().default([]),
+  ...grantColumns(),
   tokenType: text("token_type").notNull(),
   accessTokenEnc: text("access_token_enc").notNull(),
   refreshTokenEnc: text("refresh_token_enc"),
@@ -54,16 +61,7 @@ export const oauthTokens = pgTable("oauth_tokens", {
 });
 
 export const oauthFlows = pgTable("oauth_flows", {
-  id: uuid("id").primaryKey(),
-  organizationId: uuid("organization_id")
-    .notNull()
-    .references(() => organizations.id),
-  providerRef: uuid("provider_ref")
-    .notNull()
-    .references(() => oauthProviders.id),
-  userId: text("user_id").notNull(),
-  agentId: text("agent_id").notNull().default(""),
-  scopes: text("scopes").array().notNull().default([]),
+  ...grantColumns(),
   stateHash: text("state_hash").notNull(),
   codeVerifierEnc: text("code_verifier_enc"),
   redirectUri: text("redirect_uri").notNull(),
