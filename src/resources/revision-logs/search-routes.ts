@@ -1,4 +1,5 @@
 import { workspaceOf } from "../../http/auth.ts";
+import { ErrorBody } from "../../http/errors.ts";
 import type { App } from "../../http/types.ts";
 import type { LogStream } from "../../runtimes/interface.ts";
 import { LogPage, LogSearchBody, LogsParams, ProjectParams } from "./schema.ts";
@@ -7,6 +8,10 @@ import { searchLogs } from "./search.ts";
 const tags = ["revisions"];
 // Searches are reads sent as POST (the hosted service's shape), so viewers may call them.
 const reader = { auth: { role: "viewer" as const } };
+const RESPONSES = {
+  200: LogPage,
+  400: { ...ErrorBody, description: "The body is not valid JSON." },
+};
 const BODY_NOTE =
   "Every body field is optional; an absent body is `{}`. Pages follow `order` by the order lines were " +
   "stored in; pass `next_offset` back as `offset` to continue. `start_time`/`end_time` (inclusive) are " +
@@ -32,7 +37,7 @@ export async function logSearchRoutes(app: App): Promise<void> {
         description: `Runtime output of all the deployment's revisions, interleaved in the order it was stored. ${BODY_NOTE}`,
         params: ProjectParams,
         body: LogSearchBody,
-        response: { 200: LogPage },
+        response: RESPONSES,
       },
     },
     async (request) =>
@@ -55,7 +60,7 @@ export async function logSearchRoutes(app: App): Promise<void> {
           description: `404 also when the revision is not one of this deployment's. ${BODY_NOTE}`,
           params: LogsParams,
           body: LogSearchBody,
-          response: { 200: LogPage },
+          response: RESPONSES,
         },
       },
       async (request) =>
