@@ -1,3 +1,4 @@
+// Over 300 lines on purpose: one suite per database, whose cases share the fixture lines built once in `before`.
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { before, describe, it } from "node:test";
