@@ -33,7 +33,7 @@ const inList = (values: string[]) =>
     sql`, `,
   );
 /** LIKE metacharacters in a user's text match themselves. */
-const likeEscape = (s: string) => s.replace(/[\\%_]/g, (c) => `\\${c}`);
+export const likeEscape = (s: string) => s.replace(/[\\%_]/g, (c) => `\\${c}`);
 
 /** The WHERE clause of a list: the workspace, then each filter given (all must hold). */
 export function listFilters(workspaceId: string, q: ListDeploymentsQuery): SQL {

@@ -13,24 +13,13 @@ import {
 const admin = { auth: { role: "admin" as const } };
 const tags = ["integrations"];
 const BASE = "/v1/integrations/forge/codehost";
+const LEGACY_BASE = "/v1/integrations/codehost";
 const error = (description: string) => ({ ...ErrorBody, description });
 const UPSTREAM = { 502: error("The code host could not be read; `detail` says why.") };
 
 export async function integrationRoutes(app: App): Promise<void> {
   const { orm } = app.deps.db;
   const { config } = app.deps;
-
-  app.get(
-    `${BASE}/install`,
-    {
-      schema: {
-        tags,
-        summary: "List the organization's code-host integrations",
-        response: { 200: Type.Array(Integration) },
-      },
-    },
-    async (request) => listIntegrations(orm, principalOf(request)),
-  );
 
   app.post(
     BASE,
@@ -63,17 +52,35 @@ export async function integrationRoutes(app: App): Promise<void> {
     async (request) => deleteIntegration(orm, principalOf(request), request.params.integration_id),
   );
 
-  app.get(
-    `${BASE}/:integration_id/repos`,
-    {
-      schema: {
-        tags,
-        summary: "List the repositories an integration makes available to deploy (every page, no envelope)",
-        params: IntegrationParams,
-        response: { 200: Type.Array(CodehostRepository), ...UPSTREAM },
+  // The hosted service answers both reads at a `forge/` path and at a legacy twin without it.
+  for (const [base, twin] of [
+    [BASE, ""],
+    [LEGACY_BASE, ` (legacy twin of ${BASE}; the same answers)`],
+  ] as const) {
+    app.get(
+      `${base}/install`,
+      {
+        schema: {
+          tags,
+          summary: `List the organization's code-host integrations${twin}`,
+          response: { 200: Type.Array(Integration) },
+        },
       },
-    },
-    async (request) =>
-      listIntegrationRepositories(orm, config, principalOf(request), request.params.integration_id),
-  );
+      async (request) => listIntegrations(orm, principalOf(request)),
+    );
+
+    app.get(
+      `${base}/:integration_id/repos`,
+      {
+        schema: {
+          tags,
+          summary: `List the repositories an integration makes available to deploy (every page, no envelope)${twin}`,
+          params: IntegrationParams,
+          response: { 200: Type.Array(CodehostRepository), ...UPSTREAM },
+        },
+      },
+      async (request) =>
+        listIntegrationRepositories(orm, config, principalOf(request), request.params.integration_id),
+    );
+  }
 }

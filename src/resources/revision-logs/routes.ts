@@ -3,12 +3,14 @@ import { workspaceOf } from "../../http/auth.ts";
 import type { App } from "../../http/types.ts";
 import { followLogs } from "./follow.ts";
 import { LogLine, LogsParams, LogsQuery } from "./schema.ts";
+import { logSearchRoutes } from "./search-routes.ts";
 import { listLogs, revisionStatus } from "./service.ts";
 
 const tags = ["revisions"];
 
 export async function revisionLogRoutes(app: App): Promise<void> {
   const { db } = app.deps;
+  await logSearchRoutes(app);
 
   app.get(
     "/v2/deployments/:deployment_id/revisions/:revision_id/logs",

@@ -45,7 +45,7 @@ export function toRevision(row: RevisionRow): Revision {
   };
 }
 
-async function deploymentExists(exec: Reader, workspaceId: string, id: string): Promise<boolean> {
+export async function deploymentExists(exec: Reader, workspaceId: string, id: string): Promise<boolean> {
   const found = await rows<{ id: string }>(
     exec,
     sql`SELECT id FROM deployments WHERE id = ${id} AND workspace_id = ${workspaceId}`,
