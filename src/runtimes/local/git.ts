@@ -139,7 +139,8 @@ async function resolveCommit(rev: string, o: GitCheckout): Promise<string | unde
 async function checkTree(target: string, o: GitCheckout): Promise<void> {
   const listing = new AbortController();
   const forward = () => listing.abort(o.signal.reason);
-  o.signal.addEventListener("abort", forward, { once: true });
+  if (o.signal.aborted) forward();
+  else o.signal.addEventListener("abort", forward, { once: true });
   let files = 0;
   let bytes = await diskUsage(o.dir);
   const refuse = (err: Error) => {
