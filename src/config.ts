@@ -31,6 +31,8 @@ export interface Config {
   oauth: { allowInsecureLoopback: boolean; allowPlainPkce: boolean };
   apps: { port: number; domain: string; databaseUrl: string | undefined; healthTimeoutMs: number };
   reconciler: { enabled: boolean; pollMs: number; leaseMs: number };
+  /** What one revision may take on disk: its unpacked source, and its directory while it builds. */
+  limits: { sourceBytes: number; sourceMaxFiles: number; buildDiskBytes: number };
 }
 
 export class ConfigError extends Error {}
@@ -167,6 +169,11 @@ export function loadConfig(env: Env = process.env): Config {
       enabled: boolVar(env, "SLIPWAY_RECONCILER", true),
       pollMs: intVar(env, "SLIPWAY_RECONCILER_POLL_MS", 2000, 10, 600_000),
       leaseMs: intVar(env, "SLIPWAY_RECONCILER_LEASE_MS", 30_000, 100, 3_600_000),
+    },
+    limits: {
+      sourceBytes: intVar(env, "SLIPWAY_SOURCE_LIMIT_BYTES", 1024 ** 3, 1024, 1024 ** 4),
+      sourceMaxFiles: intVar(env, "SLIPWAY_SOURCE_MAX_FILES", 100_000, 1, 100_000_000),
+      buildDiskBytes: intVar(env, "SLIPWAY_BUILD_DISK_LIMIT_MB", 4096, 1, 1024 * 1024) * 1024 * 1024,
     },
   };
 }

@@ -17,6 +17,20 @@ describe("config", () => {
     assert.equal(c.apps.domain, "localhost");
     assert.equal(c.oauth.allowInsecureLoopback, false);
     assert.equal(c.publicUrl, "http://127.0.0.1:8080");
+    assert.deepEqual(c.limits, {
+      sourceBytes: 1024 ** 3,
+      sourceMaxFiles: 100_000,
+      buildDiskBytes: 4096 * 1024 * 1024,
+    });
+  });
+
+  it("reads the source and build disk limits", () => {
+    const c = loadConfig({
+      SLIPWAY_SOURCE_LIMIT_BYTES: "2048",
+      SLIPWAY_SOURCE_MAX_FILES: "10",
+      SLIPWAY_BUILD_DISK_LIMIT_MB: "5",
+    });
+    assert.deepEqual(c.limits, { sourceBytes: 2048, sourceMaxFiles: 10, buildDiskBytes: 5 * 1024 * 1024 });
   });
 
   it("reads the database target from DATABASE_URL", () => {
@@ -46,6 +60,10 @@ describe("config", () => {
     [{ SLIPWAY_PREVIOUS_MASTER_KEYS: "nope" }, /^SLIPWAY_PREVIOUS_MASTER_KEYS/],
     [{ SLIPWAY_BASE_PATH: "/a b" }, /^SLIPWAY_BASE_PATH/],
     [{ LOG_LEVEL: "loud" }, /^LOG_LEVEL must be one of/],
+    [{ SLIPWAY_SOURCE_LIMIT_BYTES: "1G" }, /^SLIPWAY_SOURCE_LIMIT_BYTES must be a whole number/],
+    [{ SLIPWAY_SOURCE_LIMIT_BYTES: "10" }, /^SLIPWAY_SOURCE_LIMIT_BYTES must be between/],
+    [{ SLIPWAY_SOURCE_MAX_FILES: "0" }, /^SLIPWAY_SOURCE_MAX_FILES must be between/],
+    [{ SLIPWAY_BUILD_DISK_LIMIT_MB: "-5" }, /^SLIPWAY_BUILD_DISK_LIMIT_MB must be a whole number/],
     [{ SLIPWAY_BOOTSTRAP_API_KEY: "short" }, /^SLIPWAY_BOOTSTRAP_API_KEY/],
     [
       { SLIPWAY_OAUTH_ALLOW_INSECURE_LOOPBACK: "maybe" },

@@ -1,7 +1,9 @@
 import { execFile } from "node:child_process";
 import { dirname } from "node:path";
 import { SourceError } from "../interface.ts";
+import { diskUsage, withDiskLimit } from "./disk-limit.ts";
 import { abortError, run } from "./exec.ts";
+import { type LocalLimits, sourceTooLarge, tooManyFiles } from "./limits.ts";
 
 export interface GitCheckout {
   url: string;
@@ -11,7 +13,11 @@ export interface GitCheckout {
   env: Record<string, string>;
   signal: AbortSignal;
   log: (line: string) => void;
+  limits: Pick<LocalLimits, "sourceBytes" | "sourceMaxFiles">;
 }
+
+const WHAT = "the repository";
+const tooLarge = (o: GitCheckout) => sourceTooLarge(WHAT, o.limits.sourceBytes, "checked out");
 
 /** Hides the user-info part of a URL (installation tokens) wherever it would be shown. */
 export function redactUrl(url: string): { shown: string; hide: (line: string) => string } {
@@ -55,12 +61,26 @@ export async function cloneAt(o: GitCheckout): Promise<string> {
     throw new SourceError("the repository URL and ref must not start with '-'");
   }
   log(`Cloning ${shown}`);
-  const clone = await run("git", [...SAFE, "clone", "--no-checkout", "--quiet", "--", o.url, o.dir], {
-    cwd: dirname(o.dir),
-    env: o.env,
-    signal: o.signal,
-    onLine: log,
-  });
+  // What the clone downloads lands in o.dir: watched, so a huge repository stops at the limit.
+  const watched = <T>(task: (signal: AbortSignal) => Promise<T>) =>
+    withDiskLimit(
+      {
+        dir: o.dir,
+        limitBytes: o.limits.sourceBytes,
+        signal: o.signal,
+        exceeded: () => tooLarge(o),
+        intervalMs: 250,
+      },
+      task,
+    );
+  const clone = await watched((signal) =>
+    run("git", [...SAFE, "clone", "--no-checkout", "--quiet", "--", o.url, o.dir], {
+      cwd: dirname(o.dir),
+      env: o.env,
+      signal,
+      onLine: log,
+    }),
+  );
   if (clone.code !== 0) throw new SourceError(`could not clone ${shown}`);
 
   let target: string | undefined;
@@ -68,12 +88,15 @@ export async function cloneAt(o: GitCheckout): Promise<string> {
     target = await resolveCommit(o.commitSha, o);
     if (target === undefined) {
       // A commit no longer on any branch may still be fetchable by id.
-      await run("git", [...SAFE, "fetch", "--quiet", "origin", o.commitSha], {
-        cwd: o.dir,
-        env: o.env,
-        signal: o.signal,
-        onLine: log,
-      });
+      const sha = o.commitSha;
+      await watched((signal) =>
+        run("git", [...SAFE, "fetch", "--quiet", "origin", sha], {
+          cwd: o.dir,
+          env: o.env,
+          signal,
+          onLine: log,
+        }),
+      );
       target = await resolveCommit(o.commitSha, o);
     }
     if (target === undefined) throw new SourceError(`commit ${o.commitSha} was not found in ${shown}`);
@@ -89,6 +112,7 @@ export async function cloneAt(o: GitCheckout): Promise<string> {
     if (target === undefined) throw new SourceError(`ref "${o.ref}" was not found in ${shown}`);
   }
 
+  await checkTree(target, o);
   const checkout = await run("git", [...SAFE, "checkout", "--quiet", "--detach", target], {
     cwd: o.dir,
     env: o.env,
@@ -106,4 +130,39 @@ async function resolveCommit(rev: string, o: GitCheckout): Promise<string | unde
   const res = await git(["rev-parse", "--verify", "--quiet", `${rev}^{commit}`], o.dir, o.env, o.signal);
   if (o.signal.aborted) throw abortError(o.signal);
   return res.ok && /^[0-9a-f]{40,64}$/.test(res.stdout) ? res.stdout : undefined;
+}
+
+/**
+ * Refuses a commit whose tree, with the clone beside it, would pass the limits once checked out:
+ * the sizes and count come from `git ls-tree`, so nothing is written before the answer.
+ */
+async function checkTree(target: string, o: GitCheckout): Promise<void> {
+  const listing = new AbortController();
+  const forward = () => listing.abort(o.signal.reason);
+  if (o.signal.aborted) forward();
+  else o.signal.addEventListener("abort", forward, { once: true });
+  let files = 0;
+  let bytes = await diskUsage(o.dir);
+  const refuse = (err: Error) => {
+    if (!listing.signal.aborted) listing.abort(err);
+  };
+  try {
+    const listed = await run("git", ["ls-tree", "-r", "-l", "--full-tree", target], {
+      cwd: o.dir,
+      env: o.env,
+      signal: listing.signal,
+      onLine: (line) => {
+        // "<mode> <type> <object> <size or ->\t<path>"
+        const size = /^\d+ \w+ [0-9a-f]+ +(-|\d+)\t/.exec(line)?.[1];
+        if (size === undefined) return;
+        files++;
+        if (size !== "-") bytes += Number(size);
+        if (files > o.limits.sourceMaxFiles) refuse(tooManyFiles(WHAT, o.limits.sourceMaxFiles));
+        else if (bytes > o.limits.sourceBytes) refuse(tooLarge(o));
+      },
+    });
+    if (listed.code !== 0) throw new SourceError(`could not list the files of ${target}`);
+  } finally {
+    o.signal.removeEventListener("abort", forward);
+  }
 }

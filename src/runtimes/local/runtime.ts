@@ -13,10 +13,12 @@ import {
 import { type BuildRecord, readBuildRecord, resolveAppConfig, writeBuildRecord } from "./app-config.ts";
 import { runBuild } from "./build.ts";
 import { pullImage, removeDeploymentContainers, usableEngine } from "./container.ts";
+import { withDiskLimit } from "./disk-limit.ts";
 import { baseEnv } from "./env.ts";
 import { abortError } from "./exec.ts";
 import { RevisionGroup } from "./group.ts";
 import { Layout } from "./layout.ts";
+import { buildDiskExceeded, DEFAULT_LIMITS, type LocalLimits } from "./limits.ts";
 import { ProcessRecord } from "./orphans.ts";
 import { type Launch, Replica } from "./replica.ts";
 import { AppsRouter } from "./router.ts";
@@ -45,6 +47,8 @@ export interface LocalRuntimeOptions {
   restartBackoffMs?: number;
   /** Upper bound on processes per revision (default 8): one machine, many apps. */
   maxScale?: number;
+  /** Source and build disk limits (defaults: 1 GiB, 100k files, 4096 MB). */
+  limits?: Partial<LocalLimits>;
 }
 
 /** What runs (and is starting, and is draining) for one deployment. */
@@ -81,6 +85,7 @@ export class LocalRuntime implements Runtime {
   private readonly drainTimeoutMs: number;
   private readonly restartBackoffMs: number;
   private readonly maxScale: number;
+  private readonly limits: LocalLimits;
 
   constructor(private readonly o: LocalRuntimeOptions) {
     this.layout = new Layout(o.dataDir);
@@ -89,6 +94,7 @@ export class LocalRuntime implements Runtime {
     this.drainTimeoutMs = o.drainTimeoutMs ?? 30_000;
     this.restartBackoffMs = o.restartBackoffMs ?? 1000;
     this.maxScale = o.maxScale ?? 8;
+    this.limits = { ...DEFAULT_LIMITS, ...o.limits };
   }
 
   /** Opens the apps listener (idempotent); resolves to the bound port. */
@@ -115,7 +121,7 @@ export class LocalRuntime implements Runtime {
     await mkdir(this.layout.homeDir, { recursive: true });
     try {
       if (ctx.signal.aborted) throw abortError(ctx.signal);
-      return await fetchSource(this.layout, spec, appDir, ctx.signal, log);
+      return await fetchSource(this.layout, spec, appDir, ctx.signal, log, this.limits);
     } catch (err) {
       await rm(revisionDir, { recursive: true, force: true });
       if (ctx.signal.aborted) throw abortError(ctx.signal);
@@ -139,14 +145,18 @@ export class LocalRuntime implements Runtime {
         // The config is checked first: a bad one fails in a second, not after a long install.
         const config = await resolveAppConfig(appDir, spec.frameworkConfigPath, log);
         await mkdir(this.layout.npmCacheDir, { recursive: true });
-        await runBuild({
-          appDir,
-          installCommand: spec.installCommand,
-          buildCommand: spec.buildCommand,
-          env: baseEnv(this.layout),
-          signal: ctx.signal,
-          log,
-        });
+        const limitBytes = this.limits.buildDiskBytes;
+        const exceeded = () => buildDiskExceeded(limitBytes);
+        await withDiskLimit({ dir: revisionDir, limitBytes, signal: ctx.signal, exceeded, log }, (signal) =>
+          runBuild({
+            appDir,
+            installCommand: spec.installCommand,
+            buildCommand: spec.buildCommand,
+            env: baseEnv(this.layout),
+            signal,
+            log,
+          }),
+        );
         record = { version: 1, kind: "process", ...config };
       }
       if (ctx.signal.aborted) throw abortError(ctx.signal);

@@ -4,6 +4,7 @@ import { type PreparedSource, type RevisionSpec, SourceError } from "../interfac
 import { gitEnv } from "./env.ts";
 import { cloneAt } from "./git.ts";
 import type { Layout } from "./layout.ts";
+import type { LocalLimits } from "./limits.ts";
 import { extractTarball } from "./tarball.ts";
 
 async function exists(path: string): Promise<boolean> {
@@ -37,6 +38,7 @@ export async function fetchSource(
   appDir: string,
   signal: AbortSignal,
   log: (line: string) => void,
+  limits: LocalLimits,
 ): Promise<PreparedSource> {
   const source = spec.source;
   switch (source.kind) {
@@ -49,6 +51,7 @@ export async function fetchSource(
         env: gitEnv(layout),
         signal,
         log,
+        limits,
       });
       return { commitSha };
     }
@@ -61,7 +64,7 @@ export async function fetchSource(
         if (err instanceof SourceError) throw err;
         throw new SourceError(`the uploaded archive could not be opened: ${(err as Error).message}`);
       }
-      await extractTarball(stream, appDir, signal);
+      await extractTarball(stream, appDir, signal, limits);
       await unwrapSingleDirectory(appDir, spec.frameworkConfigPath || "package.json");
       return {};
     }
