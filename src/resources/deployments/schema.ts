@@ -145,8 +145,28 @@ export const RESOURCE_SPEC_COUNTS = [
   "db_max_connections",
 ] as const;
 
+/**
+ * The hosted service's bounds (cores) on the API, queue and cache cpu and their limits; these are
+ * also rounded to 0.1 (resource-spec.ts). The other cpu fields only have to be numbers.
+ */
+export const RESOURCE_SPEC_CPU_BOUNDS: Readonly<Record<string, { minimum: number; maximum: number }>> = {
+  cpu: { minimum: 0.1, maximum: 8 },
+  cpu_limit: { minimum: 0.1, maximum: 16 },
+  queue_cpu: { minimum: 0.1, maximum: 8 },
+  queue_cpu_limit: { minimum: 0.1, maximum: 16 },
+  redis_cpu: { minimum: 0.1, maximum: 8 },
+  redis_cpu_limit: { minimum: 0.1, maximum: 16 },
+};
+
 const numericSpec: Record<string, TSchema> = {};
-for (const k of RESOURCE_SPEC_CPU) numericSpec[k] = Opt(Cpu);
+for (const k of RESOURCE_SPEC_CPU) {
+  const bounds = RESOURCE_SPEC_CPU_BOUNDS[k];
+  numericSpec[k] = Opt(
+    bounds
+      ? Type.Number({ ...bounds, description: `Cores, ${bounds.minimum}–${bounds.maximum}, rounded to 0.1.` })
+      : Cpu,
+  );
+}
 for (const k of RESOURCE_SPEC_COUNTS) numericSpec[k] = Opt(Count);
 
 /** Request and response: only the keys that are set are stored and returned. */
@@ -302,6 +322,9 @@ export type PatchDeploymentBody = Static<typeof PatchDeploymentBody>;
 export const ListDeploymentsQuery = Type.Object({
   limit: Type.Integer({ minimum: 1, maximum: 100, default: 20 }),
   offset: Type.Integer({ minimum: 0, default: 0 }),
+  name: Type.Optional(
+    Type.String({ maxLength: 63, description: "Exact name: at most one deployment matches." }),
+  ),
   name_contains: Type.Optional(Type.String({ maxLength: 63 })),
   status: Type.Optional(Type.String({ description: "Comma-separated deployment statuses." })),
   remote_reconciled: Type.Optional(Type.Boolean()),
@@ -319,3 +342,41 @@ export const ListDeploymentsQuery = Type.Object({
 export type ListDeploymentsQuery = Static<typeof ListDeploymentsQuery>;
 
 export const DeploymentParams = Type.Object({ deployment_id: Uuid });
+
+const DeleteTracingProject = Type.Boolean({
+  default: false,
+  description: "Delete the deployment's tracing project too (by default it is kept, detached).",
+});
+
+export const DeleteDeploymentQuery = Type.Object({ delete_tracing_project: DeleteTracingProject });
+export type DeleteDeploymentQuery = Static<typeof DeleteDeploymentQuery>;
+
+export const MAX_BULK_DELETE = 100;
+
+export const BulkDeleteQuery = Type.Object({
+  deployment_ids: Type.Array(Type.String(), {
+    minItems: 1,
+    description: `1–${MAX_BULK_DELETE} deployment ids (uuid): the key repeated, or comma-separated values, or both.`,
+  }),
+  delete_tracing_project: DeleteTracingProject,
+});
+export type BulkDeleteQuery = Static<typeof BulkDeleteQuery>;
+
+export const BulkDeleteResult = Type.Object({
+  deployment_id: Uuid,
+  status: Type.Integer({
+    description: "204: now AWAITING_DELETE (or already was); 404: no such deployment in the workspace.",
+  }),
+  detail: Type.Optional(Type.String({ description: "Why this id was not deleted." })),
+});
+export type BulkDeleteResult = Static<typeof BulkDeleteResult>;
+
+export const BulkDeleteResponse = Type.Object(
+  { results: Type.Array(BulkDeleteResult, { description: "One entry per distinct id, in request order." }) },
+  { description: "Every id was deleted (200), or only some were (207)." },
+);
+
+export const BulkDeleteNotFound = Type.Object(
+  { detail: Type.String(), results: Type.Array(BulkDeleteResult) },
+  { description: "None of the ids is a deployment of the workspace; nothing changed." },
+);
