@@ -213,10 +213,13 @@ forEachDatabase(
       ]);
     });
 
-    it("internal_source: framework_config_path required; no tarball → no revision; an unknown tarball → 422", async () => {
-      assert.deepEqual(locs(await post({ name: uniqueName(), source: "internal_source" })), [
-        "body.source_revision_config.framework_config_path",
-      ]);
+    it("internal_source: no tarball or no framework_config_path → no revision; an unknown tarball → 422", async () => {
+      for (const body of [{}, { source_revision_config: {} }]) {
+        const none = await post({ name: uniqueName("src"), source: "internal_source", ...body });
+        assert.equal(none.status, 201, JSON.stringify(none.body));
+        assert.equal(none.body.latest_revision_id, null);
+        assert.equal(none.body.status, "AWAITING_DATABASE");
+      }
       const bare = await post({
         name: uniqueName("src"),
         source: "internal_source",
