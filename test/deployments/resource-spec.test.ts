@@ -78,9 +78,17 @@ forEachDatabase("resource_spec as the hosted service validates it", (suite) => {
       redis_cpu_limit: 16,
     });
     assert.equal(atEdges.status, 201, JSON.stringify(atEdges.body));
-    assert.equal(atEdges.body.source_config.resource_spec?.redis_cpu, 8, "7.96 rounds to 8.0");
+    assert.equal(
+      (atEdges.body.source_config.resource_spec as Record<string, unknown>).redis_cpu,
+      8,
+      "7.96 rounds to 8.0",
+    );
     const defaulted = await create(ctx, { cpu: 8 });
-    assert.equal(defaulted.body.source_config.resource_spec?.cpu_limit, 16, "2 × the largest request fits");
+    assert.equal(
+      (defaulted.body.source_config.resource_spec as Record<string, unknown>).cpu_limit,
+      16,
+      "2 × the largest request fits",
+    );
 
     const name = uniqueName("spec");
     const outside = await call(ctx, "POST", "/v2/deployments", {

@@ -140,7 +140,7 @@ export async function deploymentRoutes(app: App): Promise<void> {
     },
     async (request, reply) => {
       await deleteDeployment(deps, workspaceOf(request), request.params.deployment_id, {
-        deleteTracingProject: request.query.delete_tracing_project,
+        deleteTracingProject: request.query.delete_tracing_project === true,
       });
       return reply.code(204).send(null);
     },
@@ -163,7 +163,7 @@ export async function deploymentRoutes(app: App): Promise<void> {
     async (request, reply) => {
       const ids = bulkDeleteIds(request.query.deployment_ids);
       const results = await deleteDeployments(deps, workspaceOf(request), ids, {
-        deleteTracingProject: request.query.delete_tracing_project,
+        deleteTracingProject: request.query.delete_tracing_project === true,
       });
       const deleted = results.filter((r) => r.status === 204).length;
       if (deleted === 0) {

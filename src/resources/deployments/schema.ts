@@ -343,10 +343,13 @@ export type ListDeploymentsQuery = Static<typeof ListDeploymentsQuery>;
 
 export const DeploymentParams = Type.Object({ deployment_id: Uuid });
 
-const DeleteTracingProject = Type.Boolean({
-  default: false,
-  description: "Delete the deployment's tracing project too (by default it is kept, detached).",
-});
+// Optional (not required in the OpenAPI document); Ajv still fills in the default.
+const DeleteTracingProject = Type.Optional(
+  Type.Boolean({
+    default: false,
+    description: "Delete the deployment's tracing project too (by default it is kept, detached).",
+  }),
+);
 
 export const DeleteDeploymentQuery = Type.Object({ delete_tracing_project: DeleteTracingProject });
 export type DeleteDeploymentQuery = Static<typeof DeleteDeploymentQuery>;
