@@ -5,8 +5,8 @@ import { notFound } from "../../http/errors.ts";
 import { assertDeploymentTransition, type DeploymentStatus } from "../revisions/states.ts";
 import { deleteTracingProjects, detachTracingProjects } from "../tracing-projects/service.ts";
 import type { Caller } from "./create.ts";
+import type { BulkDeleteResult } from "./delete-schema.ts";
 import { lockDeployment } from "./revision-writer.ts";
-import type { BulkDeleteResult } from "./schema.ts";
 
 /**
  * Removes a deployment that is AWAITING_DELETE, with its revisions, secrets and taggings (the

@@ -2,8 +2,9 @@ import { type SQL, sql } from "drizzle-orm";
 import type { Reader } from "../../db/client.ts";
 import { invalid } from "../../http/errors.ts";
 import { DEPLOYMENT_STATUSES } from "../revisions/states.ts";
+import { MAX_BULK_DELETE } from "./delete-schema.ts";
 import { selectDeployments } from "./record.ts";
-import { type DeploymentList, type ListDeploymentsQuery, MAX_BULK_DELETE } from "./schema.ts";
+import type { DeploymentList, ListDeploymentsQuery } from "./schema.ts";
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 /** A page of at most 100 is asked for; a filter list is bounded too, so one query stays small. */

@@ -4,17 +4,19 @@ import { ErrorBody, notFound } from "../../http/errors.ts";
 import type { App } from "../../http/types.ts";
 import { createDeployment } from "./create.ts";
 import { deleteDeployment, deleteDeployments } from "./delete.ts";
+import {
+  BulkDeleteNotFound,
+  BulkDeleteQuery,
+  BulkDeleteResponse,
+  DeleteDeploymentQuery,
+} from "./delete-schema.ts";
 import { checkIdempotencyKey } from "./idempotency.ts";
 import { bulkDeleteIds, listDeployments } from "./list.ts";
 import { patchDeployment } from "./patch.ts";
 import { notModified } from "./preconditions.ts";
 import { etagOf, findDeployment } from "./record.ts";
 import {
-  BulkDeleteNotFound,
-  BulkDeleteQuery,
-  BulkDeleteResponse,
   CreateDeploymentBody,
-  DeleteDeploymentQuery,
   Deployment,
   DeploymentList,
   DeploymentParams,
