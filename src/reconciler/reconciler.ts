@@ -9,6 +9,7 @@ import {
   assertTransition,
   isTerminal,
   type RevisionStatus,
+  statusMessage,
   TERMINAL_REVISION_STATUSES,
 } from "../resources/revisions/states.ts";
 import type { Activation, PhaseContext, RevisionSpec, Runtime } from "../runtimes/interface.ts";
@@ -681,7 +682,8 @@ async function interruptRevision(
   const entry = JSON.stringify([{ status: "INTERRUPTED", at: new Date().toISOString(), message }]);
   await exec.execute(
     sql`UPDATE revisions
-           SET status = 'INTERRUPTED', interrupt_requested = true, status_message = ${message},
+           SET status = 'INTERRUPTED', interrupt_requested = true,
+               status_message = ${statusMessage("INTERRUPTED", message)},
                status_history = status_history || ${entry}::jsonb, updated_at = now()
          WHERE id = ${id} AND status = ${from}`,
   );

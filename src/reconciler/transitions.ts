@@ -6,6 +6,7 @@ import {
   type DeploymentStatus,
   isTerminal,
   type RevisionStatus,
+  statusMessage,
 } from "../resources/revisions/states.ts";
 import { leaseInterval } from "./statuses.ts";
 
@@ -35,7 +36,7 @@ export async function moveRevision(exec: Executor, m: RevisionMove): Promise<boo
     sql`UPDATE revisions
            SET status = ${m.to},
                status_history = status_history || ${entry}::jsonb,
-               status_message = ${m.message ?? null},
+               status_message = ${statusMessage(m.to, m.message)},
                updated_at = now(),
                lease_owner = CASE WHEN ${terminal}::boolean THEN NULL ELSE lease_owner END,
                lease_expires_at = CASE WHEN ${terminal}::boolean THEN NULL ELSE ${leaseInterval(m.leaseMs)} END

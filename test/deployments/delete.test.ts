@@ -1,11 +1,11 @@
 import assert from "node:assert/strict";
-import { it } from "node:test";
+import { before, it } from "node:test";
 import { sql } from "drizzle-orm";
 import { rows } from "../../src/db/client.ts";
 import { removeDeployment } from "../../src/resources/deployments/delete.ts";
 import { authMatrix } from "../helpers/auth-matrix.ts";
 import { forEachDatabase, type TestContext } from "../helpers/harness.ts";
-import { assertMatches, call, createDocker, type Deployment, deploymentSchema } from "./fixtures.ts";
+import { assertMatches, call, createDocker, type Deployment, deploymentSchema, locs } from "./fixtures.ts";
 
 async function count(ctx: TestContext, table: "revisions" | "deployment_tags", deploymentId: string) {
   const [row] = await rows<{ n: number }>(
@@ -41,7 +41,7 @@ forEachDatabase("DELETE /v2/deployments/{id} without a reconciler", (suite) => {
   let matrixTarget: Deployment;
   let other: Deployment;
 
-  it("sets up", async () => {
+  before(async () => {
     matrixTarget = await createDocker(suite.ctx);
     other = await createDocker(suite.ctx, {}, { key: suite.ctx.other.admin });
   });
@@ -53,14 +53,16 @@ forEachDatabase("DELETE /v2/deployments/{id} without a reconciler", (suite) => {
     otherTenantUrl: () => `/v2/deployments/${other.id}`,
   });
 
-  it("answers the record in AWAITING_DELETE and removes it at once; the tracing project stays, detached", async () => {
+  it("answers 204 with no body and removes it at once; the tracing project stays, detached", async () => {
     const ctx = suite.ctx;
     const { d, projectId } = await fullDeployment(ctx);
-    const res = await call<Deployment>(ctx, "DELETE", `/v2/deployments/${d.id}`);
-    assert.equal(res.status, 200);
-    assertMatches(deploymentSchema, res.body);
-    assert.equal(res.body.status, "AWAITING_DELETE");
-    assert.equal(res.body.id, d.id);
+    const res = await ctx.app.inject({
+      method: "DELETE",
+      url: `/v2/deployments/${d.id}`,
+      headers: ctx.headers(ctx.keys.member),
+    });
+    assert.equal(res.statusCode, 204);
+    assert.equal(res.body, "", "no body");
     assert.equal((await call(ctx, "GET", `/v2/deployments/${d.id}`)).status, 404);
     const listed = await call<{ resources: Deployment[] }>(
       ctx,
@@ -93,6 +95,50 @@ forEachDatabase("DELETE /v2/deployments/{id} without a reconciler", (suite) => {
     assert.equal(still.status, 200);
     assert.equal((await call(ctx, "DELETE", "/v2/deployments/not-a-uuid")).status, 422);
   });
+
+  it("delete_tracing_project=true deletes the tracing project instead of detaching it; others stay", async () => {
+    const ctx = suite.ctx;
+    const { d, projectId } = await fullDeployment(ctx);
+    const kept = await fullDeployment(ctx);
+    const res = await call(ctx, "DELETE", `/v2/deployments/${d.id}?delete_tracing_project=true`);
+    assert.equal(res.status, 204);
+    assert.equal((await call(ctx, "GET", `/v2/deployments/${d.id}`)).status, 404);
+    assert.equal((await call(ctx, "GET", `/v1/tracing-projects/${projectId}`)).status, 404);
+    const byName = await call<unknown[]>(ctx, "GET", `/v1/tracing-projects?name=${d.name}`);
+    assert.deepEqual(byName.body, []);
+    const other = await call<{ deployment_id: string | null }>(
+      ctx,
+      "GET",
+      `/v1/tracing-projects/${kept.projectId}`,
+    );
+    assert.equal(other.body.deployment_id, kept.d.id, "another deployment's project is untouched");
+    const explicit = await fullDeployment(ctx);
+    const no = await call(ctx, "DELETE", `/v2/deployments/${explicit.d.id}?delete_tracing_project=false`);
+    assert.equal(no.status, 204);
+    const detached = await call<{ deployment_id: string | null }>(
+      ctx,
+      "GET",
+      `/v1/tracing-projects/${explicit.projectId}`,
+    );
+    assert.equal(detached.status, 200);
+    assert.equal(detached.body.deployment_id, null);
+  });
+
+  it("delete_tracing_project that is not a boolean → 422 naming it; nothing is deleted", async () => {
+    const ctx = suite.ctx;
+    const d = await createDocker(ctx);
+    const res = await call(ctx, "DELETE", `/v2/deployments/${d.id}?delete_tracing_project=maybe`);
+    assert.deepEqual(locs(res), ["query.delete_tracing_project"]);
+    assert.equal((await call(ctx, "GET", `/v2/deployments/${d.id}`)).status, 200);
+  });
+
+  it("a viewer gets 403 and the deployment stays", async () => {
+    const ctx = suite.ctx;
+    const d = await createDocker(ctx);
+    const res = await call(ctx, "DELETE", `/v2/deployments/${d.id}`, undefined, { key: ctx.keys.viewer });
+    assert.equal(res.status, 403);
+    assert.equal((await call(ctx, "GET", `/v2/deployments/${d.id}`)).status, 200);
+  });
 });
 
 forEachDatabase(
@@ -104,9 +150,8 @@ forEachDatabase(
       const payloads: string[] = [];
       const stop = await ctx.db.listen("slipway_work", (p) => payloads.push(p));
       try {
-        const res = await call<Deployment>(ctx, "DELETE", `/v2/deployments/${d.id}`);
-        assert.equal(res.status, 200);
-        assert.equal(res.body.status, "AWAITING_DELETE");
+        const res = await call(ctx, "DELETE", `/v2/deployments/${d.id}`);
+        assert.equal(res.status, 204);
         for (let i = 0; i < 50 && !payloads.includes(d.id); i++) await new Promise((r) => setTimeout(r, 20));
         assert.ok(payloads.includes(d.id), "the reconciler is told");
       } finally {
@@ -124,9 +169,11 @@ forEachDatabase(
         filtered.body.resources.map((x) => x.id),
         [d.id],
       );
-      const again = await call<Deployment>(ctx, "DELETE", `/v2/deployments/${d.id}`);
-      assert.equal(again.status, 200);
-      assert.deepEqual(again.body, read.body, "deleting again changes nothing");
+      const again = await call(ctx, "DELETE", `/v2/deployments/${d.id}`);
+      assert.equal(again.status, 204, "deleting again is accepted");
+      const reread = await call<Deployment>(ctx, "GET", `/v2/deployments/${d.id}`);
+      assert.deepEqual(reread.body, read.body, "and changes nothing");
+      assertMatches(deploymentSchema, reread.body);
       assert.equal((await call(ctx, "PATCH", `/v2/deployments/${d.id}`, { image_version: "x" })).status, 400);
       const project = await call<{ deployment_id: string | null }>(
         ctx,
@@ -149,6 +196,23 @@ forEachDatabase(
       assert.equal((await call(ctx, "GET", `/v2/deployments/${d.id}`)).status, 404);
       assert.equal(await count(ctx, "revisions", d.id), 0);
       assert.equal((await call(ctx, "GET", `/v1/tracing-projects/${projectId}`)).status, 200);
+    });
+
+    it("delete_tracing_project on a repeated DELETE removes the project detached by the first", async () => {
+      const ctx = suite.ctx;
+      const { d, projectId } = await fullDeployment(ctx);
+      assert.equal((await call(ctx, "DELETE", `/v2/deployments/${d.id}`)).status, 204);
+      const detached = await call<{ deployment_id: string | null }>(
+        ctx,
+        "GET",
+        `/v1/tracing-projects/${projectId}`,
+      );
+      assert.equal(detached.body.deployment_id, null);
+      const again = await call(ctx, "DELETE", `/v2/deployments/${d.id}?delete_tracing_project=true`);
+      assert.equal(again.status, 204);
+      assert.equal((await call(ctx, "GET", `/v1/tracing-projects/${projectId}`)).status, 404);
+      const read = await call<Deployment>(ctx, "GET", `/v2/deployments/${d.id}`);
+      assert.equal(read.body.status, "AWAITING_DELETE", "the teardown is still the reconciler's");
     });
   },
   { env: { SLIPWAY_RECONCILER: "true" } },

@@ -146,6 +146,7 @@ export const revisionSchema = {
     "source_revision_config",
     "deployment_id",
     "status_history",
+    "status_message",
   ],
   additionalProperties: false,
   properties: {
@@ -166,6 +167,7 @@ export const revisionSchema = {
         properties: { status: { enum: REVISION_STATUSES }, at: dateTime, message: str },
       },
     },
+    status_message: nullable(str),
   },
 };
 
@@ -247,6 +249,7 @@ export type Revision = {
   deployment_id: string;
   source_revision_config: Record<string, string | null>;
   status_history: { status: string; at: string; message?: string }[];
+  status_message: string | null;
 };
 
 export interface ValidationBody {

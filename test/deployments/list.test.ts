@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { it } from "node:test";
+import { before, it } from "node:test";
 import { sql } from "drizzle-orm";
 import { authMatrix } from "../helpers/auth-matrix.ts";
 import { forEachDatabase, type TestContext } from "../helpers/harness.ts";
@@ -40,7 +40,8 @@ forEachDatabase("GET /v2/deployments", (suite) => {
     return res.body.resources.map((d) => d.name).sort();
   };
 
-  it("sets up 25 deployments with varied attributes, statuses and tags", async () => {
+  // 25 deployments with varied attributes, statuses and tags.
+  before(async () => {
     const ctx = suite.ctx;
     const created = await call<{ id: string }>(
       ctx,
@@ -176,6 +177,25 @@ forEachDatabase("GET /v2/deployments", (suite) => {
       "beta-21",
       "beta-23",
     ]);
+  });
+
+  it("name: the exact name only (no substring, case-sensitive); other workspaces' names match nothing", async () => {
+    assert.deepEqual(await names("?name=beta-07"), ["beta-07"]);
+    const one = await list("?name=alpha-04");
+    assert.deepEqual(
+      one.body.resources.map((d) => d.id),
+      [byName("alpha-04").id],
+    );
+    assert.deepEqual(await names("?name=alpha-0"), [], "not a substring");
+    assert.deepEqual(await names("?name=ALPHA-04"), [], "not case-insensitive");
+    assert.deepEqual(await names("?name=alpha-%25"), []);
+    assert.deepEqual(await names("?name=alpha-00&status=READY"), ["alpha-00"]);
+    assert.deepEqual(await names("?name=alpha-04&status=READY"), [], "combined with the other filters");
+    assert.deepEqual(await names("?name=beta-07&name_contains=alpha"), []);
+    const ctx = suite.ctx;
+    const elsewhere = await call<Page>(ctx, "GET", "/v2/deployments?name=beta-07");
+    assert.deepEqual(elsewhere.body.resources, [], "the default workspace has no beta-07");
+    assert.deepEqual(locs(await list(`?name=${"a".repeat(64)}`)), ["query.name"]);
   });
 
   it("status: one or a comma list; unknown → 422", async () => {

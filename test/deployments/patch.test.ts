@@ -423,7 +423,7 @@ forEachDatabase(
       );
       assert.ok(first.latest_revision_id);
       assert.equal(first.source_revision_config.framework_config_path, "slipway.json");
-      assert.deepEqual(first.source_config.resource_spec, { memory_mb: 512 });
+      assert.deepEqual(first.source_config.resource_spec, { memory_mb: 512, memory_limit_mb: 1024 });
       assert.deepEqual(first.secrets, [{ name: "TOKEN", value: "********" }]);
       assert.deepEqual(await storedSecrets(ctx, first.latest_revision_id), [["TOKEN", "t-1"]]);
       const [row] = await rows<{ pending_secrets_enc: string | null }>(

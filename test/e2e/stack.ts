@@ -157,7 +157,8 @@ export class Api {
     if (status !== undefined ? res.statusCode !== status : res.statusCode >= 400) {
       throw new Error(`${method} ${url} → ${res.statusCode}: ${res.body}`);
     }
-    return res.json<T>();
+    // 204 (DELETE) has no body.
+    return (res.body === "" ? undefined : res.json()) as T;
   }
 
   /** A local_git integration over `team`, and the file: URL of repository `name` in it. */

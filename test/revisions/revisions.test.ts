@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { it } from "node:test";
+import { before, it } from "node:test";
 import { sql } from "drizzle-orm";
 import { encryptionContext } from "../../src/crypto/registry.ts";
 import { rows } from "../../src/db/client.ts";
@@ -37,7 +37,8 @@ forEachDatabase("revisions", (suite) => {
     return res;
   };
 
-  it("sets up a deployment with six revisions and one in another organization", async () => {
+  // A deployment with six revisions, and one in another organization.
+  before(async () => {
     const ctx = suite.ctx;
     d = await createDocker(ctx, { secrets: [{ name: "TOKEN", value: "t-0" }] });
     revisionIds.push(d.latest_revision_id as string);
@@ -69,12 +70,14 @@ forEachDatabase("revisions", (suite) => {
     workspace: true,
     otherTenantUrl: () => `/v2/deployments/${other.id}/revisions/${other.latest_revision_id}/redeploy`,
   });
-  authMatrix(suite, {
-    method: "POST",
-    url: () => `${base()}/${revisionIds[0]}/interrupt`,
-    workspace: true,
-    otherTenantUrl: () => `/v2/deployments/${other.id}/revisions/${other.latest_revision_id}/interrupt`,
-  });
+  for (const path of ["interrupt", "interruption"]) {
+    authMatrix(suite, {
+      method: "POST",
+      url: () => `${base()}/${revisionIds[0]}/${path}`,
+      workspace: true,
+      otherTenantUrl: () => `/v2/deployments/${other.id}/revisions/${other.latest_revision_id}/${path}`,
+    });
+  }
 
   it("list: newest first with limit and offset; bounds; pages cover every revision once", async () => {
     const all = await list();
@@ -174,6 +177,7 @@ forEachDatabase("revisions", (suite) => {
     assert.equal(res.status, 200, JSON.stringify(res.body));
     assertMatches(revisionSchema, res.body);
     assert.equal(res.body.status, "INTERRUPTED");
+    assert.equal(res.body.status_message, "INTERRUPTED: Interrupted by request.");
     assert.deepEqual(
       res.body.status_history.map((h) => h.status),
       ["QUEUED", "INTERRUPTED"],
@@ -196,6 +200,63 @@ forEachDatabase("revisions", (suite) => {
       assert.equal(stopped.status, 200, status);
       assert.equal(stopped.body.status, "INTERRUPTED");
     }
+  });
+
+  it("status_message: null while fine; SKIPPED says which revision superseded it", async () => {
+    const ctx = suite.ctx;
+    const fresh = await createDocker(ctx);
+    const first = fresh.latest_revision_id as string;
+    const queued = await call<Revision>(ctx, "GET", `/v2/deployments/${fresh.id}/revisions/${first}`);
+    assertMatches(revisionSchema, queued.body);
+    assert.equal(queued.body.status_message, null);
+    const patched = await call<Deployment>(ctx, "PATCH", `/v2/deployments/${fresh.id}`, {
+      source_revision_config: { image_uri: "r.example/c:2" },
+    });
+    assert.equal(patched.status, 200);
+    const page = await call<Page>(ctx, "GET", `/v2/deployments/${fresh.id}/revisions`);
+    assertMatches(revisionListSchema, page.body);
+    assert.deepEqual(
+      page.body.resources.map((r) => [r.status, r.status_message]),
+      [
+        ["QUEUED", null],
+        ["SKIPPED", "SKIPPED: Superseded by revision 2."],
+      ],
+    );
+  });
+
+  it("interruption: a second path of interrupt with the same answers", async () => {
+    const ctx = suite.ctx;
+    const fresh = await createDocker(ctx);
+    const rid = fresh.latest_revision_id as string;
+    const url = `/v2/deployments/${fresh.id}/revisions/${rid}/interruption`;
+    const res = await call<Revision>(ctx, "POST", url);
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    assertMatches(revisionSchema, res.body);
+    assert.equal(res.body.status, "INTERRUPTED");
+    assert.equal(res.body.status_message, "INTERRUPTED: Interrupted by request.");
+    const read = await call<Revision>(ctx, "GET", `/v2/deployments/${fresh.id}/revisions/${rid}`);
+    assert.equal(read.body.status, "INTERRUPTED", "stored");
+    assert.equal((await call(ctx, "POST", url)).status, 400, "an ended revision");
+    const unknown = `/v2/deployments/${fresh.id}/revisions/6f1c3a36-7f5e-4d55-9d2b-1f1f0e0e0e0e/interruption`;
+    assert.equal((await call(ctx, "POST", unknown)).status, 404);
+    assert.deepEqual(
+      locs(await call(ctx, "POST", `/v2/deployments/${fresh.id}/revisions/nope/interruption`)),
+      ["path.revision_id"],
+    );
+  });
+
+  it("list: remote_reconciled=true matches none (every revision runs here), false all; not a boolean → 422", async () => {
+    const all = await list();
+    assert.ok(all.body.resources.length > 0);
+    assert.deepEqual((await list("?remote_reconciled=true")).body, { resources: [], offset: 0 });
+    assert.deepEqual((await list("?remote_reconciled=false")).body, all.body);
+    assert.deepEqual(locs(await list("?remote_reconciled=maybe")), ["query.remote_reconciled"]);
+    const missing = await call(
+      suite.ctx,
+      "GET",
+      "/v2/deployments/6f1c3a36-7f5e-4d55-9d2b-1f1f0e0e0e0e/revisions?remote_reconciled=true",
+    );
+    assert.equal(missing.status, 404, "an unknown deployment is still a 404");
   });
 
   it("the reconciler is told of every new revision and interrupt (NOTIFY slipway_work)", async () => {

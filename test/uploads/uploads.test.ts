@@ -26,6 +26,7 @@ const LIMIT = 3 * CHUNK_BYTES;
 interface UploadUrl {
   upload_url: string;
   source_tarball_path: string;
+  object_path: string;
   expires_at: string;
 }
 
@@ -108,7 +109,13 @@ forEachDatabase(
       const res = await uploadUrl(ctx, deploymentId);
       assert.equal(res.statusCode, 201, res.body);
       const body = res.json() as UploadUrl;
-      assert.deepEqual(Object.keys(body).sort(), ["expires_at", "source_tarball_path", "upload_url"]);
+      assert.deepEqual(Object.keys(body).sort(), [
+        "expires_at",
+        "object_path",
+        "source_tarball_path",
+        "upload_url",
+      ]);
+      assert.equal(body.object_path, body.source_tarball_path, "object_path is the same path");
       assert.match(
         body.upload_url,
         new RegExp(
@@ -132,6 +139,7 @@ forEachDatabase(
       const again = (await uploadUrl(ctx, deploymentId)).json() as UploadUrl;
       assert.notEqual(again.upload_url, body.upload_url);
       assert.notEqual(again.source_tarball_path, body.source_tarball_path);
+      assert.equal(again.object_path, again.source_tarball_path);
     });
 
     it("PUT streams a multi-chunk .tar.gz into ~1 MiB rows; it reads back byte for byte", async () => {

@@ -9,15 +9,16 @@ import { attachTracingProject } from "../tracing-projects/service.ts";
 import { verifyUploadedTarball } from "../uploads/verify.ts";
 import { claimIdempotencyKey, requestHash, saveIdempotentResponse } from "./idempotency.ts";
 import { findDeployment } from "./record.ts";
+import { resolveResourceSpec } from "./resource-spec.ts";
 import { insertRevision, type LockedDeployment } from "./revision-writer.ts";
 import {
-  ARTIFACT_FIELD,
   checkName,
   checkResourceSpec,
   checkRevisionConfig,
   checkSecretReferences,
   checkSecrets,
   checkSourceConfig,
+  hasArtifacts,
   IN_PLACE_FIELDS,
   isSet,
   isTagRef,
@@ -85,9 +86,8 @@ export async function createDeployment(
   const values = revisionValuesOf(body.source_revision_config);
   const secrets = body.secrets ?? [];
   const refs = body.secret_references ?? null;
-  const spec = specOf(sc.resource_spec);
-  const artifact = ARTIFACT_FIELD[body.source];
-  const makesRevision = artifact === undefined || values[artifact] !== null;
+  const spec = resolveResourceSpec(specOf(sc.resource_spec), null);
+  const makesRevision = hasArtifacts(body.source, values);
 
   const items: ValidationItem[] = [];
   const deploymentType = deploymentTypeOf(body, items);
@@ -170,10 +170,11 @@ export async function createDeployment(
     }
     await attachTracingProject(tx, caller.workspaceId, body.name, id);
     let revisionId: string | null = null;
+    // Also when the revision waits for framework_config_path: the PATCH that completes it trusts this.
+    if (body.source === "internal_source" && values.source_tarball_path !== null) {
+      await verifyUploadedTarball(tx, id, values.source_tarball_path);
+    }
     if (makesRevision) {
-      if (body.source === "internal_source" && values.source_tarball_path !== null) {
-        await verifyUploadedTarball(tx, id, values.source_tarball_path);
-      }
       const locked: LockedDeployment = {
         id,
         organization_id: caller.organizationId,

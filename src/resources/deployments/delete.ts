@@ -3,11 +3,10 @@ import { type Executor, rows } from "../../db/client.ts";
 import type { AppDeps } from "../../deps.ts";
 import { notFound } from "../../http/errors.ts";
 import { assertDeploymentTransition, type DeploymentStatus } from "../revisions/states.ts";
-import { detachTracingProjects } from "../tracing-projects/service.ts";
+import { deleteTracingProjects, detachTracingProjects } from "../tracing-projects/service.ts";
 import type { Caller } from "./create.ts";
-import { findDeployment } from "./record.ts";
+import type { BulkDeleteResult } from "./delete-schema.ts";
 import { lockDeployment } from "./revision-writer.ts";
-import type { Deployment } from "./schema.ts";
 
 /**
  * Removes a deployment that is AWAITING_DELETE, with its revisions, secrets and taggings (the
@@ -22,29 +21,76 @@ export async function removeDeployment(exec: Executor, id: string): Promise<bool
   return removed.length > 0;
 }
 
+export interface DeleteOptions {
+  /** Delete the tracing project too, instead of keeping it detached. */
+  deleteTracingProject: boolean;
+}
+
 /**
- * DELETE /v2/deployments/{id}: AWAITING_DELETE and the tracing project detached, in one
- * transaction. Without a reconciler nothing has to be torn down, so the row goes at once.
- * Deleting again while the teardown runs answers the same record.
+ * One deployment of the caller's workspace into AWAITING_DELETE with its tracing project detached
+ * (or deleted), inside the caller's transaction. Deleting again while the teardown runs changes
+ * nothing. Without a reconciler nothing has to be torn down, so the row goes at once. Returns
+ * false when the workspace has no such deployment.
  */
-export async function deleteDeployment(deps: AppDeps, caller: Caller, id: string): Promise<Deployment> {
+async function markForDeletion(
+  tx: Executor,
+  caller: Caller,
+  id: string,
+  opts: DeleteOptions & { immediate: boolean },
+): Promise<boolean> {
+  const d = await lockDeployment(tx, caller.workspaceId, id);
+  if (!d) return false;
+  if (d.status !== "AWAITING_DELETE") {
+    assertDeploymentTransition(d.status as DeploymentStatus, "AWAITING_DELETE");
+    await tx.execute(
+      sql`UPDATE deployments SET status = 'AWAITING_DELETE', updated_at = ${new Date().toISOString()}
+           WHERE id = ${id}`,
+    );
+    await detachTracingProjects(tx, id);
+  }
+  if (opts.deleteTracingProject) await deleteTracingProjects(tx, caller.workspaceId, id, d.name);
+  if (opts.immediate) await removeDeployment(tx, id);
+  return true;
+}
+
+/** DELETE /v2/deployments/{id}: 404 when the workspace has no such deployment; the teardown is asynchronous. */
+export async function deleteDeployment(
+  deps: AppDeps,
+  caller: Caller,
+  id: string,
+  opts: DeleteOptions,
+): Promise<void> {
   const immediate = !deps.config.reconciler.enabled;
-  const record = await deps.db.orm.transaction(async (tx) => {
-    const d = await lockDeployment(tx, caller.workspaceId, id);
-    if (!d) throw notFound("Deployment not found.");
-    if (d.status !== "AWAITING_DELETE") {
-      assertDeploymentTransition(d.status as DeploymentStatus, "AWAITING_DELETE");
-      await tx.execute(
-        sql`UPDATE deployments SET status = 'AWAITING_DELETE', updated_at = ${new Date().toISOString()}
-             WHERE id = ${id}`,
-      );
-      await detachTracingProjects(tx, id);
-    }
-    const current = await findDeployment(tx, caller.workspaceId, id);
-    if (!current) throw new Error("deployment vanished under its row lock");
-    if (immediate) await removeDeployment(tx, id);
-    return current;
-  });
+  const found = await deps.db.orm.transaction((tx) =>
+    markForDeletion(tx, caller, id, { ...opts, immediate }),
+  );
+  if (!found) throw notFound("Deployment not found.");
   if (!immediate) await deps.db.notify("slipway_work", id);
-  return record;
+}
+
+/**
+ * DELETE /v2/deployments?deployment_ids=…: every id in one transaction, locked in id order so two
+ * overlapping bulk deletes cannot deadlock. Another workspace's id counts as not found.
+ */
+export async function deleteDeployments(
+  deps: AppDeps,
+  caller: Caller,
+  ids: string[],
+  opts: DeleteOptions,
+): Promise<BulkDeleteResult[]> {
+  const immediate = !deps.config.reconciler.enabled;
+  const ordered = [...ids].sort();
+  const found = await deps.db.orm.transaction(async (tx) => {
+    const deleted = new Set<string>();
+    for (const id of ordered) {
+      if (await markForDeletion(tx, caller, id, { ...opts, immediate })) deleted.add(id);
+    }
+    return deleted;
+  });
+  if (!immediate) for (const id of ordered) if (found.has(id)) await deps.db.notify("slipway_work", id);
+  return ids.map((id) =>
+    found.has(id)
+      ? { deployment_id: id, status: 204 }
+      : { deployment_id: id, status: 404, detail: "Deployment not found." },
+  );
 }

@@ -2,12 +2,13 @@ import { type SQL, sql } from "drizzle-orm";
 import type { Reader } from "../../db/client.ts";
 import { invalid } from "../../http/errors.ts";
 import { DEPLOYMENT_STATUSES } from "../revisions/states.ts";
+import { MAX_BULK_DELETE } from "./delete-schema.ts";
 import { selectDeployments } from "./record.ts";
 import type { DeploymentList, ListDeploymentsQuery } from "./schema.ts";
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 /** A page of at most 100 is asked for; a filter list is bounded too, so one query stays small. */
-const MAX_LIST_ITEMS = 100;
+const MAX_LIST_ITEMS = MAX_BULK_DELETE;
 
 /** A comma-separated query value as its distinct items; every item must pass `valid`. */
 export function commaList(
@@ -27,6 +28,12 @@ export function commaList(
 }
 
 export const isUuid = (s: string) => UUID.test(s);
+
+/** The ids of a bulk delete: the key repeated and comma-separated values alike, 1–100 distinct uuids. */
+export function bulkDeleteIds(values: string[]): string[] {
+  const ids = commaList(values.join(","), "deployment_ids", isUuid, "a deployment id (uuid)");
+  return [...new Set(ids.map((id) => id.toLowerCase()))];
+}
 const inList = (values: string[]) =>
   sql.join(
     values.map((v) => sql`${v}`),
@@ -38,6 +45,7 @@ export const likeEscape = (s: string) => s.replace(/[\\%_]/g, (c) => `\\${c}`);
 /** The WHERE clause of a list: the workspace, then each filter given (all must hold). */
 export function listFilters(workspaceId: string, q: ListDeploymentsQuery): SQL {
   const where: SQL[] = [sql`d.workspace_id = ${workspaceId}`];
+  if (q.name !== undefined) where.push(sql`d.name = ${q.name}`);
   if (q.name_contains !== undefined && q.name_contains !== "") {
     // Same expression as the pg_trgm index on lower(name).
     where.push(sql`lower(d.name) LIKE '%' || ${likeEscape(q.name_contains.toLowerCase())} || '%'`);

@@ -9,6 +9,7 @@ import { verifyUploadedTarball } from "../uploads/verify.ts";
 import { type Caller, revisionValuesOf, specOf } from "./create.ts";
 import { checkIfMatch } from "./preconditions.ts";
 import { etagOf, findDeployment } from "./record.ts";
+import { resolveResourceSpec } from "./resource-spec.ts";
 import {
   insertRevision,
   type LockedDeployment,
@@ -188,7 +189,7 @@ function planPatch(state: State, body: PatchDeploymentBody): Plan {
 
     const baseSpec = latest ? latest.resource_spec : (pending?.resource_spec ?? null);
     const sentSpec = specOf(sc.resource_spec);
-    const resourceSpec = sentSpec === null ? baseSpec : { ...(baseSpec ?? {}), ...sentSpec };
+    const resourceSpec = resolveResourceSpec(sentSpec, baseSpec);
     items.push(...checkResourceSpec(resourceSpec));
 
     const knownNames = new Set(latest ? (latest.secret_names ?? []) : (pending?.secret_names ?? []));

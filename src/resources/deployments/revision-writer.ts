@@ -3,7 +3,7 @@ import { sql } from "drizzle-orm";
 import type { Keyring } from "../../crypto/envelope.ts";
 import { type Executor, rows } from "../../db/client.ts";
 import type { StatusChange } from "../../db/schema/deployments.ts";
-import { canTransition, type RevisionStatus } from "../revisions/states.ts";
+import { canTransition, type RevisionStatus, statusMessage } from "../revisions/states.ts";
 import { storedRevisionConfig } from "./record.ts";
 import type { RevisionValues } from "./rules.ts";
 import type { DeploymentType, Secret, SecretReference, Source } from "./schema.ts";
@@ -134,7 +134,7 @@ export async function insertRevision(
   const skipped: StatusChange = { status: "SKIPPED", at, message: `Superseded by revision ${seq}.` };
   await tx.execute(
     sql`UPDATE revisions
-           SET status = 'SKIPPED', updated_at = ${at},
+           SET status = 'SKIPPED', updated_at = ${at}, status_message = ${statusMessage("SKIPPED", skipped.message)},
                status_history = status_history || ${JSON.stringify([skipped])}::jsonb
          WHERE deployment_id = ${deployment.id} AND id <> ${id}
            AND status IN (${sql.join(

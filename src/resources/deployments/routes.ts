@@ -3,9 +3,15 @@ import { workspaceOf } from "../../http/auth.ts";
 import { ErrorBody, notFound } from "../../http/errors.ts";
 import type { App } from "../../http/types.ts";
 import { createDeployment } from "./create.ts";
-import { deleteDeployment } from "./delete.ts";
+import { deleteDeployment, deleteDeployments } from "./delete.ts";
+import {
+  BulkDeleteNotFound,
+  BulkDeleteQuery,
+  BulkDeleteResponse,
+  DeleteDeploymentQuery,
+} from "./delete-schema.ts";
 import { checkIdempotencyKey } from "./idempotency.ts";
-import { listDeployments } from "./list.ts";
+import { bulkDeleteIds, listDeployments } from "./list.ts";
 import { patchDeployment } from "./patch.ts";
 import { notModified } from "./preconditions.ts";
 import { etagOf, findDeployment } from "./record.ts";
@@ -128,11 +134,44 @@ export async function deploymentRoutes(app: App): Promise<void> {
     {
       schema: {
         tags,
-        summary: "Delete a deployment: the record in AWAITING_DELETE; gone once torn down",
+        summary: "Delete a deployment: AWAITING_DELETE at once, then gone (404) once torn down",
         params: DeploymentParams,
-        response: { 200: Deployment },
+        querystring: DeleteDeploymentQuery,
+        response: { 204: Type.Null({ description: "Deleted; the teardown goes on in the background." }) },
       },
     },
-    async (request) => deleteDeployment(deps, workspaceOf(request), request.params.deployment_id),
+    async (request, reply) => {
+      await deleteDeployment(deps, workspaceOf(request), request.params.deployment_id, {
+        deleteTracingProject: request.query.delete_tracing_project === true,
+      });
+      return reply.code(204).send(null);
+    },
+  );
+
+  app.delete(
+    "/v2/deployments",
+    {
+      schema: {
+        tags,
+        summary: "Delete up to 100 deployments; the body gives each id's result",
+        querystring: BulkDeleteQuery,
+        response: {
+          200: BulkDeleteResponse,
+          207: { ...BulkDeleteResponse, description: "Some ids were deleted, others were not." },
+          404: BulkDeleteNotFound,
+        },
+      },
+    },
+    async (request, reply) => {
+      const ids = bulkDeleteIds(request.query.deployment_ids);
+      const results = await deleteDeployments(deps, workspaceOf(request), ids, {
+        deleteTracingProject: request.query.delete_tracing_project === true,
+      });
+      const deleted = results.filter((r) => r.status === 204).length;
+      if (deleted === 0) {
+        return reply.code(404).send({ detail: "None of the deployments exists in this workspace.", results });
+      }
+      return reply.code(deleted === results.length ? 200 : 207).send({ results });
+    },
   );
 }

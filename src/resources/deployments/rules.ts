@@ -69,11 +69,20 @@ const REVISION_POLICY: Record<Source, FieldPolicy<RevisionField>> = {
   external_docker: { required: ["image_uri"], allowed: ["image_uri", "framework_config_path"] },
 };
 
-/** The field without which a source cannot make a revision; a create without it makes none. */
-export const ARTIFACT_FIELD: Partial<Record<Source, RevisionField>> = {
-  internal_source: "source_tarball_path",
-  internal_docker: "image_uri",
+/**
+ * The fields without which a source cannot make a revision; a create without all of them makes
+ * none. The hosted service's CLI creates an internal_source deployment with
+ * `source_revision_config: {}` and sends the tarball and framework_config_path in a PATCH after the
+ * upload.
+ */
+export const ARTIFACT_FIELDS: Partial<Record<Source, readonly RevisionField[]>> = {
+  internal_source: ["source_tarball_path", "framework_config_path"],
+  internal_docker: ["image_uri"],
 };
+
+/** Whether these values let a revision of `source` be made (every artifact field known). */
+export const hasArtifacts = (source: Source, values: RevisionValues): boolean =>
+  (ARTIFACT_FIELDS[source] ?? []).every((f) => values[f] !== null);
 
 const SC = ["body", "source_config"];
 const SRC = ["body", "source_revision_config"];
@@ -180,12 +189,12 @@ export function checkRevisionConfig(
   opts: { withArtifact: boolean },
 ): ValidationItem[] {
   const policy = REVISION_POLICY[source];
-  const artifact = ARTIFACT_FIELD[source];
+  const artifacts = ARTIFACT_FIELDS[source] ?? [];
   const items: ValidationItem[] = [];
   for (const field of REVISION_FIELDS) {
     const value = values[field];
     if (value === null) {
-      const needed = policy.required.includes(field) && (opts.withArtifact || field !== artifact);
+      const needed = policy.required.includes(field) && (opts.withArtifact || !artifacts.includes(field));
       if (needed) items.push(missing([...SRC, field], source));
       continue;
     }

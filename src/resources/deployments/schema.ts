@@ -1,3 +1,5 @@
+// Over 300 lines on purpose: the deployments contract (request and response shapes, ResourceSpec and
+// its Kubernetes helper shapes) in one file, the single source of validation and of /openapi.json.
 import { type Static, type TSchema, Type } from "@sinclair/typebox";
 import { DateTime, Nullable, Uuid } from "../../http/schemas.ts";
 import { DEPLOYMENT_STATUSES } from "../revisions/states.ts";
@@ -145,8 +147,28 @@ export const RESOURCE_SPEC_COUNTS = [
   "db_max_connections",
 ] as const;
 
+/**
+ * The hosted service's bounds (cores) on the API, queue and cache cpu and their limits; these are
+ * also rounded to 0.1 (resource-spec.ts). The other cpu fields only have to be numbers.
+ */
+export const RESOURCE_SPEC_CPU_BOUNDS: Readonly<Record<string, { minimum: number; maximum: number }>> = {
+  cpu: { minimum: 0.1, maximum: 8 },
+  cpu_limit: { minimum: 0.1, maximum: 16 },
+  queue_cpu: { minimum: 0.1, maximum: 8 },
+  queue_cpu_limit: { minimum: 0.1, maximum: 16 },
+  redis_cpu: { minimum: 0.1, maximum: 8 },
+  redis_cpu_limit: { minimum: 0.1, maximum: 16 },
+};
+
 const numericSpec: Record<string, TSchema> = {};
-for (const k of RESOURCE_SPEC_CPU) numericSpec[k] = Opt(Cpu);
+for (const k of RESOURCE_SPEC_CPU) {
+  const bounds = RESOURCE_SPEC_CPU_BOUNDS[k];
+  numericSpec[k] = Opt(
+    bounds
+      ? Type.Number({ ...bounds, description: `Cores, ${bounds.minimum}–${bounds.maximum}, rounded to 0.1.` })
+      : Cpu,
+  );
+}
 for (const k of RESOURCE_SPEC_COUNTS) numericSpec[k] = Opt(Count);
 
 /** Request and response: only the keys that are set are stored and returned. */
@@ -302,6 +324,9 @@ export type PatchDeploymentBody = Static<typeof PatchDeploymentBody>;
 export const ListDeploymentsQuery = Type.Object({
   limit: Type.Integer({ minimum: 1, maximum: 100, default: 20 }),
   offset: Type.Integer({ minimum: 0, default: 0 }),
+  name: Type.Optional(
+    Type.String({ maxLength: 63, description: "Exact name: at most one deployment matches." }),
+  ),
   name_contains: Type.Optional(Type.String({ maxLength: 63 })),
   status: Type.Optional(Type.String({ description: "Comma-separated deployment statuses." })),
   remote_reconciled: Type.Optional(Type.Boolean()),

@@ -59,17 +59,28 @@ export async function revisionRoutes(app: App): Promise<void> {
       redeployRevision(deps, workspaceOf(request), request.params.deployment_id, request.params.revision_id),
   );
 
-  app.post(
-    "/v2/deployments/:deployment_id/revisions/:revision_id/interrupt",
-    {
-      schema: {
-        tags,
-        summary: "Interrupt a revision that has not ended",
-        params: RevisionParams,
-        response: { 200: Revision, 400: error("The revision has already ended.") },
+  // The anchor's clients use both names of the same operation.
+  for (const path of ["interrupt", "interruption"]) {
+    app.post(
+      `/v2/deployments/:deployment_id/revisions/:revision_id/${path}`,
+      {
+        schema: {
+          tags,
+          summary:
+            path === "interrupt"
+              ? "Interrupt a revision that has not ended"
+              : "Interrupt a revision that has not ended (same as …/interrupt)",
+          params: RevisionParams,
+          response: { 200: Revision, 400: error("The revision has already ended.") },
+        },
       },
-    },
-    async (request) =>
-      interruptRevision(deps, workspaceOf(request), request.params.deployment_id, request.params.revision_id),
-  );
+      async (request) =>
+        interruptRevision(
+          deps,
+          workspaceOf(request),
+          request.params.deployment_id,
+          request.params.revision_id,
+        ),
+    );
+  }
 }

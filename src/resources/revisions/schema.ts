@@ -1,6 +1,6 @@
 import { type Static, Type } from "@sinclair/typebox";
 import { DateTime, Uuid } from "../../http/schemas.ts";
-import { SourceEnum, SourceRevisionConfig, StringEnum } from "../deployments/schema.ts";
+import { OrNull, SourceEnum, SourceRevisionConfig, StringEnum } from "../deployments/schema.ts";
 import { REVISION_STATUSES } from "./states.ts";
 
 export const RevisionStatusEnum = StringEnum(REVISION_STATUSES);
@@ -20,6 +20,13 @@ export const Revision = Type.Object({
   source_revision_config: SourceRevisionConfig,
   deployment_id: Uuid,
   status_history: Type.Array(StatusChange, { description: "Every status the revision took, oldest first." }),
+  status_message: OrNull(
+    Type.String({
+      description:
+        "Null while the revision is fine; when it failed, was skipped, interrupted or lost its data " +
+        "plane, one line `<STATUS>: <reason>` (e.g. `BUILD_FAILED: npm ci exited 1`).",
+    }),
+  ),
 });
 export type Revision = Static<typeof Revision>;
 
@@ -33,6 +40,13 @@ export const ListRevisionsQuery = Type.Object({
   limit: Type.Integer({ minimum: 1, maximum: 100, default: 20 }),
   offset: Type.Integer({ minimum: 0, default: 0 }),
   status: Type.Optional(Type.String({ description: "Comma-separated revision statuses." })),
+  remote_reconciled: Type.Optional(
+    Type.Boolean({
+      description:
+        "Revisions applied by a remote listener (true) or not (false). Every revision here is run by " +
+        "this server's own reconciler, so `true` matches none and `false` matches all.",
+    }),
+  ),
 });
 export type ListRevisionsQuery = Static<typeof ListRevisionsQuery>;
 

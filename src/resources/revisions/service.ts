@@ -9,7 +9,13 @@ import { findDeployment, isoSql, toSourceRevisionConfig } from "../deployments/r
 import { insertRevision, lockDeployment, readRevisionContent } from "../deployments/revision-writer.ts";
 import type { Deployment, Source } from "../deployments/schema.ts";
 import type { ListRevisionsQuery, Revision, RevisionList } from "./schema.ts";
-import { assertTransition, isTerminal, REVISION_STATUSES, type RevisionStatus } from "./states.ts";
+import {
+  assertTransition,
+  isTerminal,
+  REVISION_STATUSES,
+  type RevisionStatus,
+  statusMessage,
+} from "./states.ts";
 
 interface RevisionRow {
   id: string;
@@ -20,12 +26,13 @@ interface RevisionRow {
   source_revision_config: Record<string, unknown>;
   deployment_id: string;
   status_history: StatusChange[];
+  status_message: string | null;
 }
 
 /** Revisions of a deployment of the caller's workspace (the join is the tenancy check). */
 const SELECT =
   sql.raw(`SELECT r.id, ${isoSql("r.created_at")} AS created_at, ${isoSql("r.updated_at")} AS updated_at,
-       r.status, r.source, r.source_revision_config, r.deployment_id, r.status_history
+       r.status, r.source, r.source_revision_config, r.deployment_id, r.status_history, r.status_message
   FROM revisions r JOIN deployments d ON d.id = r.deployment_id`);
 
 export function toRevision(row: RevisionRow): Revision {
@@ -42,6 +49,7 @@ export function toRevision(row: RevisionRow): Revision {
       at: h.at,
       ...(h.message === undefined ? {} : { message: h.message }),
     })),
+    status_message: row.status_message,
   };
 }
 
@@ -75,6 +83,8 @@ export async function listRevisions(
       )})`,
     );
   }
+  // No revision is applied by a remote listener (there are none yet): `true` matches nothing.
+  if (q.remote_reconciled === true) where.push(sql`false`);
   const list = await rows<RevisionRow>(
     exec,
     sql`${SELECT} WHERE ${sql.join(where, sql` AND `)} ORDER BY r.seq DESC LIMIT ${q.limit} OFFSET ${q.offset}`,
@@ -150,6 +160,7 @@ export async function interruptRevision(
     const change: StatusChange = { status: "INTERRUPTED", at, message: "Interrupted by request." };
     await tx.execute(
       sql`UPDATE revisions SET status = 'INTERRUPTED', interrupt_requested = true, updated_at = ${at},
+                 status_message = ${statusMessage("INTERRUPTED", change.message)},
                  status_history = status_history || ${JSON.stringify([change])}::jsonb
            WHERE id = ${revisionId}`,
     );

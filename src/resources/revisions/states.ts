@@ -91,3 +91,25 @@ export function assertDeploymentTransition(from: DeploymentStatus, to: Deploymen
 }
 
 export const isTerminal = (s: RevisionStatus) => TERMINAL_REVISION_STATUSES.has(s);
+
+/** Statuses whose reason a revision record shows in `status_message`; every other status clears it. */
+const EXPLAINED: ReadonlySet<RevisionStatus> = new Set([
+  "CREATE_FAILED",
+  "BUILD_FAILED",
+  "DEPLOY_FAILED",
+  "UNKNOWN",
+  "INTERRUPTED",
+  "SKIPPED",
+]);
+const MAX_MESSAGE = 300;
+
+/**
+ * The one-line `status_message` of a revision moving to `status`: `<STATUS>: <reason>` for a status
+ * that needs explaining, null for the others (a revision that is fine has none).
+ */
+export function statusMessage(status: RevisionStatus, reason: string | undefined): string | null {
+  if (!EXPLAINED.has(status)) return null;
+  const line = (reason ?? "").replace(/\s+/g, " ").trim();
+  const text = line === "" ? status : `${status}: ${line}`;
+  return text.length > MAX_MESSAGE ? `${text.slice(0, MAX_MESSAGE - 1)}…` : text;
+}

@@ -33,6 +33,23 @@ export async function detachTracingProjects(tx: Executor, deploymentId: string):
   );
 }
 
+/**
+ * `delete_tracing_project=true`: the deployment's tracing project goes instead of staying detached.
+ * A second DELETE finds it detached under the same name (no other deployment can hold the name yet).
+ */
+export async function deleteTracingProjects(
+  tx: Executor,
+  workspaceId: string,
+  deploymentId: string,
+  name: string,
+): Promise<void> {
+  await tx.execute(
+    sql`DELETE FROM tracing_projects
+         WHERE workspace_id = ${workspaceId}
+           AND (deployment_id = ${deploymentId} OR (name = ${name} AND deployment_id IS NULL))`,
+  );
+}
+
 export async function listTracingProjects(
   exec: Executor,
   workspaceId: string,

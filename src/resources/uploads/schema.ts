@@ -9,6 +9,9 @@ export const UploadUrl = Type.Object({
   source_tarball_path: Type.String({
     description: "After the PUT, send as `source_revision_config.source_tarball_path` in a PATCH.",
   }),
+  object_path: Type.String({
+    description: "The same value as `source_tarball_path` (the name the hosted service's CLI reads).",
+  }),
   expires_at: DateTime,
 });
 export type UploadUrl = Static<typeof UploadUrl>;

@@ -60,6 +60,7 @@ export async function issueUploadUrl(
   return {
     upload_url: `${config.publicUrl}${config.basePath}/v2/uploads/${id}?token=${token}`,
     source_tarball_path: path,
+    object_path: path,
     expires_at: iso((row as { expiresAt: Date }).expiresAt),
   };
 }
