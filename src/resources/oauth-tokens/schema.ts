@@ -10,12 +10,15 @@ export const UserId = Type.String({
   description:
     "The end user the token belongs to; default: the calling API key's own user (`apikey:<key id>`).",
 });
-/** An agent's id (the anchor's are uuids; any short id of these characters is accepted). */
+/**
+ * An agent's id (the anchor's are uuids; any short id of these characters is accepted). At most
+ * 100 characters: the router's limit for a path parameter.
+ */
 export const AgentId = Type.String({
   minLength: 1,
-  maxLength: 128,
+  maxLength: 100,
   pattern: "^[A-Za-z0-9][A-Za-z0-9._:@-]*$",
-  description: "Letters, digits and . _ : @ -, starting with a letter or digit; 1 to 128 characters.",
+  description: "Letters, digits and . _ : @ -, starting with a letter or digit; 1 to 100 characters.",
 });
 const AccountLabel = Type.String({
   maxLength: 200,
