@@ -175,6 +175,22 @@ forEachDatabase(
         assert.equal(res.statusCode, 422, JSON.stringify(body));
         assert.deepEqual(detailLocs(res), ["body.oauth_token_id"]);
       }
+      const longest = await connect(ctx, "x".repeat(100), mine.token_id ?? "", me.key);
+      assert.equal(longest.statusCode, 201, "100 characters are allowed");
+      const viaLongest = await authenticateAs(ctx, ask({ agent_id: "x".repeat(100) }), me.key);
+      assert.equal(viaLongest.token_id, mine.token_id, "authenticate takes the same ids");
+      const over = await send(
+        ctx,
+        "POST",
+        "/v2/auth/authenticate",
+        ask({ agent_id: "x".repeat(101) }),
+        me.key,
+      );
+      assert.equal(over.statusCode, 422);
+      assert.ok(
+        detailLocs(over).every((loc) => loc === "body.agent_id"),
+        detailLocs(over).join(),
+      );
       const badId = await send(
         ctx,
         "DELETE",
