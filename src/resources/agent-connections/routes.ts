@@ -1,5 +1,6 @@
 import type { FastifyRequest } from "fastify";
 import { workspaceOf } from "../../http/auth.ts";
+import { ErrorBody } from "../../http/errors.ts";
 import type { App } from "../../http/types.ts";
 import { ownerOf } from "../oauth-tokens/owner.ts";
 import { OwnerQuery } from "../oauth-tokens/schema.ts";
@@ -48,7 +49,10 @@ export async function agentConnectionRoutes(app: App): Promise<void> {
         params: AgentParams,
         querystring: OwnerQuery,
         body: CreateAgentConnectionBody,
-        response: { 201: AgentConnection },
+        response: {
+          201: AgentConnection,
+          409: { ...ErrorBody, description: "The agent already has a connection for this provider." },
+        },
       },
     },
     async (request, reply) => {

@@ -1,6 +1,6 @@
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { principalOf } from "../../http/auth.ts";
-import { HttpError } from "../../http/errors.ts";
+import { ErrorBody, HttpError } from "../../http/errors.ts";
 import type { App } from "../../http/types.ts";
 import { McpDiscoverBody, OAuthProvider, ProviderParams } from "../oauth-providers/schema.ts";
 import { ownerOf } from "../oauth-tokens/owner.ts";
@@ -23,6 +23,14 @@ import { setupLanding } from "./setup.ts";
 import { FlowWaiters, waitForFlow } from "./wait.ts";
 
 const tags = ["oauth-flows"];
+const error = (description: string) => ({ ...ErrorBody, description });
+const HTML_ERRORS = {
+  400: {
+    description:
+      "The state is missing, unknown, used, expired or of another provider, or the provider refused.",
+  },
+  502: { description: "The token endpoint could not be reached or failed." },
+};
 const HTML_PAGE = {
   description: "A small HTML page saying what happened (also for 400 and 502).",
   content: { "text/html": { schema: { type: "string" } } },
@@ -62,7 +70,10 @@ export async function oauthFlowRoutes(app: App): Promise<void> {
           '(refreshed first if it expired), else `{status: "pending", url, auth_id}`: open `url`, then `wait`. ' +
           "The user is `user_id` (else `ls_user_id`, else the calling key's own user).",
         body: AuthenticateBody,
-        response: { 200: AuthenticateResult },
+        response: {
+          200: AuthenticateResult,
+          502: error("Renewing the stored token failed at the provider."),
+        },
       },
     },
     async (request) => authenticate(db.orm, env, ownerOf(request), request.body),
@@ -80,7 +91,7 @@ export async function oauthFlowRoutes(app: App): Promise<void> {
         summary: "Browser redirect target of the provider (code, state); answers with a small page",
         params: ProviderParams,
         produces: ["text/html"],
-        response: { 200: HTML_PAGE },
+        response: { 200: HTML_PAGE, ...HTML_ERRORS },
       },
     },
     async (request, reply) => {
@@ -104,7 +115,11 @@ export async function oauthFlowRoutes(app: App): Promise<void> {
           "expired or of another provider; 502 when the token endpoint fails. `wait` reports the outcome too.",
         params: ProviderParams,
         body: FinalizeBody,
-        response: { 200: FinalizeResult },
+        response: {
+          200: FinalizeResult,
+          400: error("The state is unknown, used, expired or of another provider."),
+          502: error("The token endpoint could not be reached or failed."),
+        },
       },
     },
     async (request) => {
@@ -132,7 +147,7 @@ export async function oauthFlowRoutes(app: App): Promise<void> {
         params: ProviderParams,
         querystring: SetupQuery,
         produces: ["text/html"],
-        response: { 200: HTML_PAGE },
+        response: { 200: HTML_PAGE, ...HTML_ERRORS },
       },
     },
     async (request, reply) => {
@@ -171,7 +186,11 @@ export async function oauthFlowRoutes(app: App): Promise<void> {
         tags: ["oauth-providers"],
         summary: "Create a provider for an MCP server by discovery and dynamic client registration",
         body: McpDiscoverBody,
-        response: { 200: OAuthProvider },
+        response: {
+          200: OAuthProvider,
+          409: error("A provider with this provider_id exists in the organization."),
+          502: error("The MCP server or its authorization server could not be reached."),
+        },
       },
     },
     async (request) => mcpDiscover(db.orm, env, principalOf(request).organizationId, request.body),

@@ -1,5 +1,6 @@
 import { Type } from "@sinclair/typebox";
 import { principalOf } from "../../http/auth.ts";
+import { ErrorBody } from "../../http/errors.ts";
 import type { App } from "../../http/types.ts";
 import {
   CreateProviderBody,
@@ -37,7 +38,10 @@ export async function oauthProviderRoutes(app: App): Promise<void> {
         tags,
         summary: "Create an OAuth provider",
         body: CreateProviderBody,
-        response: { 200: OAuthProvider },
+        response: {
+          200: OAuthProvider,
+          409: { ...ErrorBody, description: "A provider with this provider_id exists in the organization." },
+        },
       },
     },
     async (request) => createProvider(orm, env, principalOf(request).organizationId, request.body),

@@ -1,6 +1,7 @@
 import { Type } from "@sinclair/typebox";
 import type { FastifyRequest } from "fastify";
 import { workspaceOf } from "../../http/auth.ts";
+import { ErrorBody } from "../../http/errors.ts";
 import type { App } from "../../http/types.ts";
 import { flowEnvOf } from "../oauth-flows/env.ts";
 import { ownerOf } from "./owner.ts";
@@ -27,6 +28,8 @@ import {
 } from "./service.ts";
 
 const tags = ["oauth-tokens"];
+const error = (description: string) => ({ ...ErrorBody, description });
+const KEPT = error("A provider could not be reached or refused the revocation: its token was kept.");
 const REVOKE_NOTE =
   " Each token is revoked at its provider first (RFC 7009, endpoint from the provider's metadata); " +
   "a provider without a revocation endpoint only has the token forgotten. When a provider cannot be " +
@@ -83,7 +86,7 @@ export async function oauthTokenRoutes(app: App): Promise<void> {
         summary: "Revoke and delete all of the caller's tokens for a provider, across agents",
         description: `404 when the organization has no such provider.${REVOKE_NOTE}`,
         querystring: ProviderTokensQuery,
-        response: { 200: TokensDeleted },
+        response: { 200: TokensDeleted, 502: KEPT },
       },
     },
     async (request) => {
@@ -126,7 +129,7 @@ export async function oauthTokenRoutes(app: App): Promise<void> {
         description: `Its agent connections go with it.${REVOKE_NOTE}`,
         params: TokenParams,
         querystring: OwnerQuery,
-        response: { 204: { type: "null", description: "Revoked and deleted." } },
+        response: { 204: { type: "null", description: "Revoked and deleted." }, 502: KEPT },
       },
     },
     async (request, reply) => {
@@ -160,7 +163,7 @@ export async function oauthTokenRoutes(app: App): Promise<void> {
         tags,
         summary: "Revoke and delete every Slack token obtained in this workspace (admin)",
         description: `Whoever owns them.${REVOKE_NOTE}`,
-        response: { 200: SlackTokensDeleted },
+        response: { 200: SlackTokensDeleted, 502: KEPT },
       },
     },
     async (request) => {
