@@ -1,13 +1,14 @@
 import * as oauth from "oauth4webapi";
 import { clientAuth, describe, OAuthCallFailed, type ProviderClient, transport } from "./client.ts";
 import { authorizationServer, DiscoveryFailed } from "./mcp-discovery.ts";
-import type { SafeFetch } from "./safe-fetch.ts";
+import { FetchRefused, type SafeFetch } from "./safe-fetch.ts";
 import { urlProblem } from "./url-policy.ts";
 
 /**
  * The issuer's RFC 7009 revocation endpoint, from its RFC 8414 / OpenID metadata. Null when the
- * server publishes no usable metadata or no revocation endpoint: such a token cannot be revoked,
- * only forgotten. A server that cannot be reached is an OAuthCallFailed (unreachable).
+ * server publishes no usable metadata or no revocation endpoint, or when the SSRF rules refuse it
+ * (a lasting condition): such a token cannot be revoked, only forgotten. A server that cannot be
+ * reached is an OAuthCallFailed (unreachable).
  */
 export async function revocationEndpoint(
   fetch: SafeFetch,
@@ -19,7 +20,7 @@ export async function revocationEndpoint(
   try {
     meta = await authorizationServer(fetch, issuer);
   } catch (err) {
-    if (err instanceof DiscoveryFailed) return null;
+    if (err instanceof DiscoveryFailed || err instanceof FetchRefused) return null;
     throw describe(err, "authorization server");
   }
   const endpoint = meta.revocation_endpoint;
@@ -32,7 +33,8 @@ export type TokenHint = "refresh_token" | "access_token";
 /**
  * Revokes one token at the endpoint (RFC 7009), authenticating as the provider's client. A server
  * that does not revoke this kind of token (`unsupported_token_type`) is not an error: there is
- * nothing more to do for it. Any other refusal or a network failure is an OAuthCallFailed.
+ * nothing more to do for it. An endpoint the SSRF rules refuse is a FetchRefused; any other
+ * refusal or a network failure is an OAuthCallFailed.
  */
 export async function revokeToken(
   p: ProviderClient,
@@ -48,6 +50,7 @@ export async function revokeToken(
     });
     await oauth.processRevocationResponse(response);
   } catch (err) {
+    if (err instanceof FetchRefused) throw err;
     const failed = describe(err, "revocation endpoint");
     if (failed instanceof OAuthCallFailed && failed.oauthError === "unsupported_token_type") return;
     throw failed;

@@ -160,6 +160,14 @@ forEachDatabase(
       assert.equal(await tokenCount(ctx, id), 0);
       assert.equal(await oidc.userinfo(done.token ?? ""), 200, "not revoked: there was nowhere to");
       assert.match(ctx.readLogs(), /deleted without revocation/);
+      // An issuer the SSRF rules refuse is never asked: the token is forgotten, not kept forever.
+      const refused = await obtainToken(ctx, oidc, ask(), me.key);
+      await ctx.db.orm.execute(
+        sql`UPDATE oauth_tokens SET issuer = 'https://10.0.0.7' WHERE id = ${refused.token_id ?? ""}::uuid`,
+      );
+      const gone = await send(ctx, "DELETE", `/v2/auth/tokens/${refused.token_id}`, undefined, me.key);
+      assert.equal(gone.statusCode, 204, gone.body);
+      assert.equal(await tokenCount(ctx, refused.token_id ?? ""), 0);
     });
 
     it("owner only: another key's user and another organization get 404; user_id acts for that user", async () => {

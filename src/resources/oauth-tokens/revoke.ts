@@ -4,6 +4,7 @@ import { oauthTokens } from "../../db/schema/oauth.ts";
 import { badGateway } from "../../http/errors.ts";
 import { OAuthCallFailed } from "../../oauth/client.ts";
 import { revocationEndpoint, revokeToken } from "../../oauth/revocation.ts";
+import { FetchRefused } from "../../oauth/safe-fetch.ts";
 import { type FlowEnv, providerClient } from "../oauth-flows/env.ts";
 import { type TokenRow, tokenContext } from "../oauth-flows/token-store.ts";
 import type { ProviderRow } from "../oauth-providers/service.ts";
@@ -11,7 +12,7 @@ import type { ProviderRow } from "../oauth-providers/service.ts";
 /**
  * Revokes a token's grant at its provider (RFC 7009): the refresh token first (which ends the
  * grant at most servers), then the access token. False when the provider publishes no revocation
- * endpoint, so the token can only be forgotten. Throws OAuthCallFailed when the provider cannot
+ * endpoint (or one the SSRF rules refuse), so the token can only be forgotten. Throws OAuthCallFailed when the provider cannot
  * be reached or refuses.
  */
 export async function revokeAtProvider(
@@ -24,12 +25,18 @@ export async function revokeAtProvider(
   if (endpoint === null) return false;
   const client = providerClient(provider, env.keyring);
   const input = { issuer: token.issuer, endpoint };
-  if (token.refreshTokenEnc !== null) {
-    const refresh = env.keyring.decrypt(token.refreshTokenEnc, tokenContext("refresh_token_enc", token.id));
-    await revokeToken(client, env.fetch, { ...input, token: refresh, hint: "refresh_token" });
+  try {
+    if (token.refreshTokenEnc !== null) {
+      const refresh = env.keyring.decrypt(token.refreshTokenEnc, tokenContext("refresh_token_enc", token.id));
+      await revokeToken(client, env.fetch, { ...input, token: refresh, hint: "refresh_token" });
+    }
+    const access = env.keyring.decrypt(token.accessTokenEnc, tokenContext("access_token_enc", token.id));
+    await revokeToken(client, env.fetch, { ...input, token: access, hint: "access_token" });
+  } catch (err) {
+    // The SSRF rules will refuse this endpoint every time: waiting would keep the token forever.
+    if (err instanceof FetchRefused) return false;
+    throw err;
   }
-  const access = env.keyring.decrypt(token.accessTokenEnc, tokenContext("access_token_enc", token.id));
-  await revokeToken(client, env.fetch, { ...input, token: access, hint: "access_token" });
   return true;
 }
 
