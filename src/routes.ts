@@ -1,11 +1,13 @@
 import type { Registry } from "prom-client";
 import type { App } from "./http/types.ts";
 import { platformRoutes } from "./platform/routes.ts";
+import { agentConnectionRoutes } from "./resources/agent-connections/routes.ts";
 import { apiKeyRoutes } from "./resources/api-keys/routes.ts";
 import { deploymentRoutes } from "./resources/deployments/routes.ts";
 import { integrationRoutes } from "./resources/integrations/routes.ts";
 import { oauthFlowRoutes } from "./resources/oauth-flows/routes.ts";
 import { oauthProviderRoutes } from "./resources/oauth-providers/routes.ts";
+import { oauthTokenRoutes } from "./resources/oauth-tokens/routes.ts";
 import { organizationRoutes } from "./resources/organizations/routes.ts";
 import { revisionLogRoutes } from "./resources/revision-logs/routes.ts";
 import { revisionRoutes } from "./resources/revisions/routes.ts";
@@ -27,6 +29,8 @@ export async function routes(app: App, opts: { metrics: Registry }): Promise<voi
   await app.register(tagRoutes);
   await app.register(oauthProviderRoutes);
   await app.register(oauthFlowRoutes);
+  await app.register(oauthTokenRoutes);
+  await app.register(agentConnectionRoutes);
   await app.register(integrationRoutes);
   await app.register(uploadRoutes);
   await app.register(templateRoutes);

@@ -40,7 +40,7 @@ export class OAuthCallFailed extends Error {
   }
 }
 
-function clientAuth(p: ProviderClient): oauth.ClientAuth {
+export function clientAuth(p: ProviderClient): oauth.ClientAuth {
   switch (p.tokenEndpointAuthMethod) {
     case "none":
       return oauth.None();
@@ -55,7 +55,7 @@ function server(p: ProviderClient, issuer: string): oauth.AuthorizationServer {
   return { issuer, authorization_endpoint: p.authUrl, token_endpoint: p.tokenUrl };
 }
 
-function transport(fetch: SafeFetch, url: string) {
+export function transport(fetch: SafeFetch, url: string) {
   return {
     [oauth.customFetch]: fetch,
     // http is only ever configured for loopback hosts, and only when the operator allowed it.
@@ -110,7 +110,7 @@ function toTokenSet(r: oauth.TokenEndpointResponse): TokenSet {
 }
 
 /** A sentence for a failed call, from the error's kind; never from request bodies or tokens. */
-function describe(err: unknown, what: string): OAuthCallFailed {
+export function describe(err: unknown, what: string): OAuthCallFailed {
   if (err instanceof OAuthCallFailed) return err;
   if (err instanceof FetchRefused || err instanceof FetchFailed) {
     return new OAuthCallFailed(`The ${what} could not be reached: ${err.message}`, null, true);

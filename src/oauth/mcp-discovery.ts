@@ -98,7 +98,10 @@ async function protectedResource(fetch: SafeFetch, mcpServerUrl: string): Promis
 }
 
 /** RFC 8414 metadata of the authorization server, falling back to OpenID Connect discovery. */
-async function authorizationServer(fetch: SafeFetch, issuer: string): Promise<oauth.AuthorizationServer> {
+export async function authorizationServer(
+  fetch: SafeFetch,
+  issuer: string,
+): Promise<oauth.AuthorizationServer> {
   const issuerUrl = new URL(issuer);
   const options = {
     [oauth.customFetch]: fetch,

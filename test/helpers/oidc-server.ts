@@ -155,6 +155,8 @@ export async function startOidcServer(opts: OidcServerOptions): Promise<OidcServ
     features: {
       devInteractions: { enabled: false },
       registration: { enabled: true },
+      // RFC 7009: deleting a token in Slipway revokes it here.
+      revocation: { enabled: true },
       resourceIndicators: {
         enabled: true,
         defaultResource: async () => undefined,

@@ -117,7 +117,7 @@ forEachDatabase(
       oidc = await startOidcServer({ clients, accessTokenTtl: 4 });
       const create = async (body: Record<string, unknown>, key = ctx.keys.member) => {
         const res = await send(ctx, "POST", "/v2/auth/providers", body, key);
-        assert.equal(res.statusCode, 201, res.body);
+        assert.equal(res.statusCode, 200, res.body);
       };
       for (const c of COMBOS) {
         await create({
@@ -489,13 +489,17 @@ forEachDatabase(
       const cases: [Record<string, unknown>, string][] = [
         [{ user_id: "u", provider: "nope", scopes: [] }, "body.provider"],
         [{ user_id: "u", provider: OTHER.slug, scopes: [] }, "body.provider"],
-        [{ provider: "post-pkce", scopes: [] }, "body.user_id"],
         [{ user_id: "", provider: "post-pkce", scopes: [] }, "body.user_id"],
         [{ user_id: "u", provider: "post-pkce" }, "body.scopes"],
         [{ user_id: "u", provider: "post-pkce", scopes: "openid" }, "body.scopes"],
         [{ user_id: "u", provider: "post-pkce", scopes: ["open id"] }, "body.scopes.0"],
         [{ user_id: "u", provider: "post-pkce", scopes: ["openid", 'a"b'] }, "body.scopes.1"],
         [{ user_id: "u", provider: "post-pkce", scopes: [], agent_id: "" }, "body.agent_id"],
+        [{ user_id: "u", provider: "post-pkce", scopes: [], agent_id: "a/b" }, "body.agent_id"],
+        [{ user_id: "u\u0000", provider: "post-pkce", scopes: [] }, "body.user_id"],
+        [{ user_id: "u", provider: "post-pkce", scopes: [], token_id: "nope" }, "body.token_id"],
+        [{ user_id: "u", provider: "post-pkce", scopes: [], token_id: randomUUID() }, "body.token_id"],
+        [{ user_id: "u", provider: "post-pkce", scopes: [], force_new: "yes" }, "body.force_new"],
         [{ user_id: "u", provider: "Bad Slug", scopes: [] }, "body.provider"],
       ];
       for (const [body, loc] of cases) {
@@ -526,6 +530,8 @@ forEachDatabase(
           "expires_at",
           "has_refresh_token",
           "id",
+          "is_default",
+          "provider_account_label",
           "provider_id",
           "scopes",
           "token_type",
@@ -541,15 +547,20 @@ forEachDatabase(
       assert.equal(viewerList.statusCode, 200);
       const otherList = await send(ctx, "GET", "/v2/auth/tokens?user_id=user-1", undefined, ctx.other.admin);
       assert.deepEqual(otherList.json(), []);
-      assert.equal((await send(ctx, "GET", "/v2/auth/tokens")).statusCode, 422);
+      const own = await send(ctx, "GET", "/v2/auth/tokens");
+      assert.equal(own.statusCode, 200, "without user_id: the calling key's own tokens");
+      assert.deepEqual(own.json(), []);
 
       const target = onePost[0] as TokenRecord;
-      const foreign = await send(ctx, "DELETE", `/v2/auth/tokens/${target.id}`, undefined, ctx.other.admin);
+      const url = `/v2/auth/tokens/${target.id}?user_id=user-1`;
+      const foreign = await send(ctx, "DELETE", url, undefined, ctx.other.admin);
       assert.equal(foreign.statusCode, 404);
-      const del = await send(ctx, "DELETE", `/v2/auth/tokens/${target.id}`);
-      assert.equal(del.statusCode, 200, del.body);
-      assert.equal((del.json() as TokenRecord).id, target.id);
-      assert.equal((await send(ctx, "DELETE", `/v2/auth/tokens/${target.id}`)).statusCode, 404);
+      const notOwner = await send(ctx, "DELETE", `/v2/auth/tokens/${target.id}`);
+      assert.equal(notOwner.statusCode, 404, "another user's token is not found");
+      const del = await send(ctx, "DELETE", url);
+      assert.equal(del.statusCode, 204, del.body);
+      assert.equal(del.body, "");
+      assert.equal((await send(ctx, "DELETE", url)).statusCode, 404);
       assert.equal((await send(ctx, "DELETE", "/v2/auth/tokens/not-a-uuid")).statusCode, 422);
       const next = await authenticate({ user_id: "user-1", provider: "post-no-pkce", scopes: ["openid"] });
       assert.equal(next.status, "pending", "a forgotten token means a new flow");
@@ -599,14 +610,14 @@ forEachDatabase(
       method: "DELETE",
       url: async (ctx: TestContext) => {
         const list = (await send(ctx, "GET", "/v2/auth/tokens?user_id=user-1")).json() as TokenRecord[];
-        return `/v2/auth/tokens/${list[0]?.id ?? randomUUID()}`;
+        return `/v2/auth/tokens/${list[0]?.id ?? randomUUID()}?user_id=user-1`;
       },
       otherTenantUrl: async (ctx: TestContext) => {
         const list = (
           await send(ctx, "GET", "/v2/auth/tokens?user_id=user-1", undefined, ctx.other.admin)
         ).json() as TokenRecord[];
         assert.ok(list[0], "the other organization has a token");
-        return `/v2/auth/tokens/${list[0].id}`;
+        return `/v2/auth/tokens/${list[0].id}?user_id=user-1`;
       },
     });
   },

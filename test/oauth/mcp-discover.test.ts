@@ -56,7 +56,7 @@ forEachDatabase(
       const ctx = suite.ctx;
       const mcpUrl = `${oidc.issuer}/mcp`;
       const res = await discover(ctx, "mcp-main", mcpUrl);
-      assert.equal(res.statusCode, 201, res.body);
+      assert.equal(res.statusCode, 200, res.body);
       const p = res.json() as Provider;
       assert.equal(p.is_dynamic_client, true);
       assert.equal(p.provider_type, "mcp");
@@ -113,7 +113,7 @@ forEachDatabase(
 
     it("falls back to the well-known metadata URL when the challenge names none", async () => {
       const res = await discover(suite.ctx, "mcp-plain", `${oidc.issuer}/mcp-plain`);
-      assert.equal(res.statusCode, 201, res.body);
+      assert.equal(res.statusCode, 200, res.body);
       assert.equal((res.json() as Provider).is_dynamic_client, true);
     });
 

@@ -45,6 +45,7 @@ forEachDatabase("oauth secrets and key rotation", (suite) => {
       },
       ["openid"],
       "https://idp.example.com",
+      { targetId: null, makeDefault: true, workspaceId: null },
     );
     const flowId = randomUUID();
     await ctx.db.orm.insert(oauthFlows).values({

@@ -1,5 +1,5 @@
 import { boolean, pgTable, text, timestamp, uuid } from "drizzle-orm/pg-core";
-import { organizations } from "./identity.ts";
+import { organizations, workspaces } from "./identity.ts";
 
 const ts = (name: string) => timestamp(name, { withTimezone: true });
 
@@ -56,6 +56,11 @@ export const oauthTokens = pgTable("oauth_tokens", {
   issuer: text("issuer").notNull(),
   expiresAt: ts("expires_at"),
   issuedAt: ts("issued_at").notNull(),
+  /** At most one default per (provider, user, agent): the token authenticate hands out. */
+  isDefault: boolean("is_default").notNull().default(false),
+  providerAccountLabel: text("provider_account_label"),
+  /** The workspace the token was obtained in, when the caller had one. */
+  workspaceId: uuid("workspace_id").references(() => workspaces.id),
   createdAt: ts("created_at").notNull().defaultNow(),
   updatedAt: ts("updated_at").notNull().defaultNow(),
 });
@@ -68,8 +73,32 @@ export const oauthFlows = pgTable("oauth_flows", {
   status: text("status").$type<FlowStatus>().notNull().default("pending"),
   failureReason: text("failure_reason"),
   tokenRef: uuid("token_ref").references(() => oauthTokens.id),
+  /** The token this flow renews (re-consent keeps its id); null: the flow makes a new token. */
+  targetTokenRef: uuid("target_token_ref").references(() => oauthTokens.id),
+  makeDefault: boolean("make_default").notNull().default(true),
+  workspaceId: uuid("workspace_id").references(() => workspaces.id),
   createdAt: ts("created_at").notNull().defaultNow(),
   expiresAt: ts("expires_at").notNull(),
   consumedAt: ts("consumed_at"),
   finishedAt: ts("finished_at"),
+});
+
+/** A workspace's agent uses this stored token for the token's provider. */
+export const agentConnections = pgTable("agent_connections", {
+  id: uuid("id").primaryKey(),
+  organizationId: uuid("organization_id")
+    .notNull()
+    .references(() => organizations.id),
+  workspaceId: uuid("workspace_id")
+    .notNull()
+    .references(() => workspaces.id),
+  agentId: text("agent_id").notNull(),
+  oauthTokenRef: uuid("oauth_token_ref")
+    .notNull()
+    .references(() => oauthTokens.id),
+  providerRef: uuid("provider_ref")
+    .notNull()
+    .references(() => oauthProviders.id),
+  createdBy: text("created_by").notNull(),
+  createdAt: ts("created_at").notNull().defaultNow(),
 });

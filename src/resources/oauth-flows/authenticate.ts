@@ -1,14 +1,16 @@
 import { createHash, randomUUID } from "node:crypto";
-import { lt } from "drizzle-orm";
+import { and, eq, lt } from "drizzle-orm";
 import { encryptionContext } from "../../crypto/registry.ts";
 import type { Executor } from "../../db/client.ts";
-import { oauthFlows } from "../../db/schema/oauth.ts";
+import { oauthFlows, oauthTokens } from "../../db/schema/oauth.ts";
 import { invalid } from "../../http/errors.ts";
 import { authorizationUrl, newCodeVerifier, newState } from "../../oauth/client.ts";
+import { connectionFor } from "../agent-connections/service.ts";
 import { findProviderRow, type ProviderRow } from "../oauth-providers/service.ts";
+import type { TokenOwner } from "../oauth-tokens/owner.ts";
 import { callbackUrl, FLOW_TTL_MS, type FlowEnv, providerClient } from "./env.ts";
 import type { AuthenticateBody, AuthenticateResult } from "./schema.ts";
-import { findToken, issued, type Subject, usableToken } from "./token-store.ts";
+import { issued, pickToken, type Subject, type TokenRow, usableToken } from "./token-store.ts";
 
 export const hashState = (state: string) => createHash("sha256").update(state, "utf8").digest("hex");
 export const verifierContext = (flowId: string) =>
@@ -17,13 +19,21 @@ export const verifierContext = (flowId: string) =>
 /** Finished flows are kept a day for `wait`, then removed when new flows start. */
 const KEEP_FINISHED_MS = 24 * 60 * 60 * 1000;
 
+interface FlowPlan {
+  subject: Subject;
+  scopes: string[];
+  /** The token the flow renews, or null for a new one. */
+  targetId: string | null;
+  makeDefault: boolean;
+  workspaceId: string | null;
+}
+
 /** Records a new authorization flow and returns the URL the user opens. */
 async function startFlow(
   exec: Executor,
   env: FlowEnv,
   provider: ProviderRow,
-  subject: Subject,
-  scopes: string[],
+  plan: FlowPlan,
 ): Promise<AuthenticateResult> {
   await exec.delete(oauthFlows).where(lt(oauthFlows.expiresAt, new Date(Date.now() - KEEP_FINISHED_MS)));
   const id = randomUUID();
@@ -32,51 +42,132 @@ async function startFlow(
   const redirectUri = callbackUrl(env.config, provider.providerId);
   await exec.insert(oauthFlows).values({
     id,
-    ...subject,
-    scopes,
+    ...plan.subject,
+    scopes: plan.scopes,
     stateHash: hashState(state),
     codeVerifierEnc: verifier === null ? null : env.keyring.encrypt(verifier, verifierContext(id)),
     redirectUri,
     expiresAt: new Date(Date.now() + FLOW_TTL_MS),
+    targetTokenRef: plan.targetId,
+    makeDefault: plan.makeDefault,
+    workspaceId: plan.workspaceId,
   });
   const url = await authorizationUrl(providerClient(provider, env.keyring), {
     redirectUri,
     state,
-    scopes,
+    scopes: plan.scopes,
     codeVerifier: verifier,
   });
-  return { status: "pending", url, auth_id: id };
+  return { status: "pending", url, auth_id: id, user_id: plan.subject.userId };
+}
+
+const subjectOf = (row: TokenRow): Subject => ({
+  organizationId: row.organizationId,
+  providerRef: row.providerRef,
+  userId: row.userId,
+  agentId: row.agentId,
+});
+
+async function tokenExists(exec: Executor, id: string): Promise<boolean> {
+  const [row] = await exec.select({ id: oauthTokens.id }).from(oauthTokens).where(eq(oauthTokens.id, id));
+  return row !== undefined;
+}
+
+const missing = (row: TokenRow, scopes: string[]) => {
+  const granted = new Set(row.scopes);
+  return scopes.filter((s) => !granted.has(s));
+};
+
+/**
+ * An agent's connection answers for the agent: its token when usable, otherwise a status that
+ * says the connection must be made again (a flow here would renew someone else's token).
+ */
+async function fromConnection(
+  exec: Executor,
+  env: FlowEnv,
+  provider: ProviderRow,
+  found: NonNullable<Awaited<ReturnType<typeof connectionFor>>>,
+  scopes: string[],
+): Promise<AuthenticateResult> {
+  const { connection, token } = found;
+  const metadata = { agent_id: connection.agentId, connection_id: connection.id };
+  const lacking = missing(token, scopes);
+  if (lacking.length > 0) {
+    return {
+      status: "connection_required",
+      user_id: token.userId,
+      token_id: token.id,
+      metadata: { ...metadata, missing_scopes: lacking },
+    };
+  }
+  const current = await usableToken(exec, env, token, provider);
+  if (!current) return { status: "token_expired", user_id: token.userId, token_id: token.id, metadata };
+  return { status: "completed", user_id: token.userId, metadata, ...issued(current, env.keyring) };
 }
 
 /**
- * A valid token for (provider, user, agent) covering the scopes, renewed if needed; otherwise a
- * new flow. A new flow asks for the scopes already granted too, so the token that replaces the
- * old one loses nothing.
+ * A valid token covering the scopes, renewed if needed; otherwise a new flow. Which token: the
+ * one named by `token_id`, else the agent's connection for this provider, else the user's default
+ * for (provider, agent). A flow that renews a token asks for the scopes it already has too, so the
+ * token that replaces the old one loses nothing; `force_new` always starts a flow (a new token
+ * unless `token_id` names one).
  */
 export async function authenticate(
   exec: Executor,
   env: FlowEnv,
-  organizationId: string,
+  caller: TokenOwner,
   body: AuthenticateBody,
 ): Promise<AuthenticateResult> {
-  const provider = await findProviderRow(exec, organizationId, body.provider);
+  const provider = await findProviderRow(exec, caller.organizationId, body.provider);
   if (!provider)
     throw invalid(["body", "provider"], "No OAuth provider with this provider_id in the organization.");
   const scopes = [...new Set(body.scopes)];
+  const forceNew = body.force_new ?? false;
   const subject: Subject = {
-    organizationId,
+    organizationId: caller.organizationId,
     providerRef: provider.id,
-    userId: body.user_id,
+    userId: body.user_id ?? body.ls_user_id ?? caller.userId,
     agentId: body.agent_id ?? "",
   };
-  const existing = await findToken(exec, subject);
-  if (existing) {
-    const granted = new Set(existing.scopes);
-    if (scopes.every((s) => granted.has(s))) {
-      const current = await usableToken(exec, env, existing, provider);
-      if (current) return { status: "completed", ...issued(current, env.keyring) };
+  let target: TokenRow | undefined;
+  if (body.token_id != null) {
+    [target] = await exec
+      .select()
+      .from(oauthTokens)
+      .where(
+        and(
+          eq(oauthTokens.id, body.token_id),
+          eq(oauthTokens.organizationId, caller.organizationId),
+          eq(oauthTokens.providerRef, provider.id),
+          eq(oauthTokens.userId, subject.userId),
+        ),
+      );
+    if (!target) throw invalid(["body", "token_id"], "No token with this id for this provider and user.");
+  } else if (!forceNew) {
+    if (body.agent_id != null && caller.workspaceId !== null) {
+      const scope = {
+        organizationId: caller.organizationId,
+        workspaceId: caller.workspaceId,
+        agentId: body.agent_id,
+      };
+      const found = await connectionFor(exec, scope, provider.id);
+      if (found) return fromConnection(exec, env, provider, found, scopes);
     }
-    return startFlow(exec, env, provider, subject, [...new Set([...existing.scopes, ...scopes])]);
+    target = await pickToken(exec, subject);
   }
-  return startFlow(exec, env, provider, subject, scopes);
+  const plan = { makeDefault: body.is_default ?? true, workspaceId: caller.workspaceId };
+  if (!target) return startFlow(exec, env, provider, { ...plan, subject, scopes, targetId: null });
+  let targetId: string | null = target.id;
+  if (!forceNew && missing(target, scopes).length === 0) {
+    const current = await usableToken(exec, env, target, provider);
+    if (current) return { status: "completed", user_id: current.userId, ...issued(current, env.keyring) };
+    // A grant the provider no longer accepts was forgotten: the flow makes a new token.
+    if (!(await tokenExists(exec, target.id))) targetId = null;
+  }
+  return startFlow(exec, env, provider, {
+    ...plan,
+    subject: subjectOf(target),
+    scopes: [...new Set([...target.scopes, ...scopes])],
+    targetId,
+  });
 }

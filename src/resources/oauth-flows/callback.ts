@@ -31,6 +31,8 @@ export async function handleCallback(
   env: FlowEnv,
   slug: string,
   params: URLSearchParams,
+  /** When an API key finishes the flow (POST form), only its organization's flows match. */
+  organizationId: string | null = null,
 ): Promise<CallbackOutcome> {
   const orm = db.orm;
   const state = params.get("state");
@@ -46,7 +48,13 @@ export async function handleCallback(
   const [flow] = await orm
     .update(oauthFlows)
     .set({ consumedAt: new Date() })
-    .where(and(eq(oauthFlows.stateHash, hashState(state)), isNull(oauthFlows.consumedAt)))
+    .where(
+      and(
+        eq(oauthFlows.stateHash, hashState(state)),
+        isNull(oauthFlows.consumedAt),
+        organizationId === null ? undefined : eq(oauthFlows.organizationId, organizationId),
+      ),
+    )
     .returning();
   if (!flow) {
     return {
@@ -133,6 +141,7 @@ async function exchange(
       tokens,
       tokens.scope ?? flow.scopes,
       issuer,
+      { targetId: flow.targetTokenRef, makeDefault: flow.makeDefault, workspaceId: flow.workspaceId },
     );
     await tx
       .update(oauthFlows)

@@ -1,7 +1,7 @@
 import type { Config } from "../../config.ts";
 import type { Keyring } from "../../crypto/envelope.ts";
 import type { ProviderClient } from "../../oauth/client.ts";
-import type { SafeFetch } from "../../oauth/safe-fetch.ts";
+import { createSafeFetch, type SafeFetch } from "../../oauth/safe-fetch.ts";
 import type { ProviderRow } from "../oauth-providers/service.ts";
 import { clientSecretOf } from "../oauth-providers/service.ts";
 
@@ -33,5 +33,14 @@ export function providerClient(row: ProviderRow, keyring: Keyring): ProviderClie
     codeChallengeMethod: row.codeChallengeMethod,
     issuer: row.issuer,
     mcpServerUrl: row.mcpServerUrl,
+  };
+}
+
+/** The environment of the flow and token services of one app. */
+export function flowEnvOf(deps: { config: Config; keyring: Keyring }): FlowEnv {
+  return {
+    config: deps.config,
+    keyring: deps.keyring,
+    fetch: createSafeFetch({ allowLoopback: deps.config.oauth.allowInsecureLoopback }),
   };
 }

@@ -1,36 +1,61 @@
-import { Type } from "@sinclair/typebox";
+import type { FastifyReply, FastifyRequest } from "fastify";
 import { principalOf } from "../../http/auth.ts";
-import { IdParams } from "../../http/schemas.ts";
+import { ErrorBody, HttpError } from "../../http/errors.ts";
 import type { App } from "../../http/types.ts";
-import { createSafeFetch } from "../../oauth/safe-fetch.ts";
 import { McpDiscoverBody, OAuthProvider, ProviderParams } from "../oauth-providers/schema.ts";
+import { ownerOf } from "../oauth-tokens/owner.ts";
 import { authenticate } from "./authenticate.ts";
-import { handleCallback } from "./callback.ts";
-import type { FlowEnv } from "./env.ts";
+import { type CallbackOutcome, handleCallback } from "./callback.ts";
+import { flowEnvOf } from "./env.ts";
 import { mcpDiscover } from "./mcp-discover.ts";
 import { callbackPage, PAGE_HEADERS } from "./page.ts";
 import {
   AuthenticateBody,
   AuthenticateResult,
-  OAuthToken,
-  TokensQuery,
+  FinalizeBody,
+  FinalizeResult,
+  SetupQuery,
   WaitParams,
   WaitQuery,
   WaitResult,
 } from "./schema.ts";
-import { deleteToken, listTokens } from "./token-store.ts";
+import { setupLanding } from "./setup.ts";
 import { FlowWaiters, waitForFlow } from "./wait.ts";
 
 const tags = ["oauth-flows"];
+const error = (description: string) => ({ ...ErrorBody, description });
+const HTML_ERRORS = {
+  400: {
+    description:
+      "The state is missing, unknown, used, expired or of another provider, or the provider refused.",
+  },
+  502: { description: "The token endpoint could not be reached or failed." },
+};
+const HTML_PAGE = {
+  description: "A small HTML page saying what happened (also for 400 and 502).",
+  content: { "text/html": { schema: { type: "string" } } },
+};
 
-/** Authorization-code flows for an application's end users, their tokens, and MCP client registration. */
+function logFailure(request: FastifyRequest, outcome: CallbackOutcome): void {
+  if (!outcome.ok) {
+    request.log.warn(
+      { auth_id: outcome.flowId, status: outcome.status },
+      `oauth callback: ${outcome.message}`,
+    );
+  }
+}
+
+function sendPage(reply: FastifyReply, outcome: CallbackOutcome): FastifyReply {
+  return reply
+    .code(outcome.status)
+    .headers(PAGE_HEADERS)
+    .send(callbackPage(outcome.ok, outcome.title, outcome.message));
+}
+
+/** Authorization-code flows for an application's end users, and MCP client registration. */
 export async function oauthFlowRoutes(app: App): Promise<void> {
-  const { db, config, keyring } = app.deps;
-  const env: FlowEnv = {
-    config,
-    keyring,
-    fetch: createSafeFetch({ allowLoopback: config.oauth.allowInsecureLoopback }),
-  };
+  const { db } = app.deps;
+  const env = flowEnvOf(app.deps);
   const waiters = new FlowWaiters(db);
   app.addHook("onClose", async () => waiters.close());
 
@@ -42,12 +67,16 @@ export async function oauthFlowRoutes(app: App): Promise<void> {
         summary: "Get a user's token for a provider, or start an authorization flow",
         description:
           'Returns `{status: "completed", token}` when a valid token covering the scopes is stored ' +
-          '(refreshed first if it expired), else `{status: "pending", url, auth_id}`: open `url`, then `wait`.',
+          '(refreshed first if it expired), else `{status: "pending", url, auth_id}`: open `url`, then `wait`. ' +
+          "The user is `user_id` (else `ls_user_id`, else the calling key's own user).",
         body: AuthenticateBody,
-        response: { 200: AuthenticateResult },
+        response: {
+          200: AuthenticateResult,
+          502: error("Renewing the stored token failed at the provider."),
+        },
       },
     },
-    async (request) => authenticate(db.orm, env, principalOf(request).organizationId, request.body),
+    async (request) => authenticate(db.orm, env, ownerOf(request), request.body),
   );
 
   app.get(
@@ -62,21 +91,69 @@ export async function oauthFlowRoutes(app: App): Promise<void> {
         summary: "Browser redirect target of the provider (code, state); answers with a small page",
         params: ProviderParams,
         produces: ["text/html"],
+        response: { 200: HTML_PAGE, ...HTML_ERRORS },
       },
     },
     async (request, reply) => {
       const query = request.raw.url?.split("?")[1] ?? "";
       const outcome = await handleCallback(db, env, request.params.provider_id, new URLSearchParams(query));
-      if (!outcome.ok) {
-        request.log.warn(
-          { auth_id: outcome.flowId, status: outcome.status },
-          `oauth callback: ${outcome.message}`,
-        );
-      }
-      return reply
-        .code(outcome.status)
-        .headers(PAGE_HEADERS)
-        .send(callbackPage(outcome.ok, outcome.title, outcome.message));
+      logFailure(request, outcome);
+      return sendPage(reply, outcome);
+    },
+  );
+
+  app.post(
+    "/v2/auth/callback/:provider_id",
+    {
+      logLevel: "warn",
+      schema: {
+        tags,
+        summary: "Finish a flow from what the browser brought back (code, state)",
+        description:
+          "The second form of the callback, for an application page that received the redirect. " +
+          "Only flows of the caller's organization match. 400 when the state is unknown, used, " +
+          "expired or of another provider; 502 when the token endpoint fails. `wait` reports the outcome too.",
+        params: ProviderParams,
+        body: FinalizeBody,
+        response: {
+          200: FinalizeResult,
+          400: error("The state is unknown, used, expired or of another provider."),
+          502: error("The token endpoint could not be reached or failed."),
+        },
+      },
+    },
+    async (request) => {
+      const params = new URLSearchParams({ code: request.body.code, state: request.body.state });
+      const organizationId = principalOf(request).organizationId;
+      const outcome = await handleCallback(db, env, request.params.provider_id, params, organizationId);
+      logFailure(request, outcome);
+      if (!outcome.ok || outcome.flowId === null) throw new HttpError(outcome.status, outcome.message);
+      return { status: "completed" as const, auth_id: outcome.flowId };
+    },
+  );
+
+  app.get(
+    "/v2/auth/setup/:provider_id",
+    {
+      // Public like the callback: a code-host app's installation sends the browser here.
+      config: { auth: { public: true } },
+      logLevel: "warn",
+      schema: {
+        tags,
+        summary: "Landing page after installing a code-host app; finishes the flow its state names",
+        description:
+          "With `state` and `code` (or `error`) it does what the callback does; otherwise " +
+          "(`setup_action=update`, or nothing to finish) it only says so and changes nothing.",
+        params: ProviderParams,
+        querystring: SetupQuery,
+        produces: ["text/html"],
+        response: { 200: HTML_PAGE, ...HTML_ERRORS },
+      },
+    },
+    async (request, reply) => {
+      const outcome = await setupLanding(db, env, request.params.provider_id, request.query);
+      logFailure(request, outcome);
+      return sendPage(reply, outcome);
     },
   );
 
@@ -102,32 +179,6 @@ export async function oauthFlowRoutes(app: App): Promise<void> {
       ),
   );
 
-  app.get(
-    "/v2/auth/tokens",
-    {
-      schema: {
-        tags,
-        summary: "List a user's stored tokens (never their values)",
-        querystring: TokensQuery,
-        response: { 200: Type.Array(OAuthToken) },
-      },
-    },
-    async (request) => listTokens(db.orm, principalOf(request).organizationId, request.query),
-  );
-
-  app.delete(
-    "/v2/auth/tokens/:id",
-    {
-      schema: {
-        tags,
-        summary: "Forget a stored token (the provider is not told)",
-        params: IdParams,
-        response: { 200: OAuthToken },
-      },
-    },
-    async (request) => deleteToken(db.orm, principalOf(request).organizationId, request.params.id),
-  );
-
   app.post(
     "/v2/auth/providers/mcp-discover",
     {
@@ -135,12 +186,13 @@ export async function oauthFlowRoutes(app: App): Promise<void> {
         tags: ["oauth-providers"],
         summary: "Create a provider for an MCP server by discovery and dynamic client registration",
         body: McpDiscoverBody,
-        response: { 201: OAuthProvider },
+        response: {
+          200: OAuthProvider,
+          409: error("A provider with this provider_id exists in the organization."),
+          502: error("The MCP server or its authorization server could not be reached."),
+        },
       },
     },
-    async (request, reply) => {
-      const created = await mcpDiscover(db.orm, env, principalOf(request).organizationId, request.body);
-      return reply.code(201).send(created);
-    },
+    async (request) => mcpDiscover(db.orm, env, principalOf(request).organizationId, request.body),
   );
 }

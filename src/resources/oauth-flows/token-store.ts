@@ -1,19 +1,18 @@
 import { randomUUID } from "node:crypto";
-import { and, asc, eq } from "drizzle-orm";
+import { and, asc, desc, eq, ne } from "drizzle-orm";
 import type { Keyring } from "../../crypto/envelope.ts";
 import { encryptionContext } from "../../crypto/registry.ts";
 import type { Executor } from "../../db/client.ts";
-import { oauthProviders, oauthTokens } from "../../db/schema/oauth.ts";
-import { badGateway, notFound } from "../../http/errors.ts";
+import { oauthTokens } from "../../db/schema/oauth.ts";
+import { badGateway } from "../../http/errors.ts";
 import { iso } from "../../http/schemas.ts";
 import { OAuthCallFailed, refreshTokens, type TokenSet } from "../../oauth/client.ts";
 import type { ProviderRow } from "../oauth-providers/service.ts";
 import { type FlowEnv, providerClient } from "./env.ts";
-import type { OAuthToken, TokensQuery } from "./schema.ts";
 
 export type TokenRow = typeof oauthTokens.$inferSelect;
 
-/** Who a token belongs to; agent "" means none. */
+/** Whose grant a token is; agent "" means none. A subject may hold several tokens (accounts). */
 export interface Subject {
   organizationId: string;
   providerRef: string;
@@ -21,7 +20,7 @@ export interface Subject {
   agentId: string;
 }
 
-const context = (column: "access_token_enc" | "refresh_token_enc", id: string) =>
+export const tokenContext = (column: "access_token_enc" | "refresh_token_enc", id: string) =>
   encryptionContext("oauth_tokens", column, id);
 
 /** Fields of a completed result: the access token itself and what a caller needs to use it. */
@@ -35,7 +34,7 @@ export interface IssuedToken {
 
 export function issued(row: TokenRow, keyring: Keyring): IssuedToken {
   return {
-    token: keyring.decrypt(row.accessTokenEnc, context("access_token_enc", row.id)),
+    token: keyring.decrypt(row.accessTokenEnc, tokenContext("access_token_enc", row.id)),
     token_id: row.id,
     token_type: row.tokenType,
     expires_at: iso(row.expiresAt),
@@ -58,18 +57,52 @@ function sealed(keyring: Keyring, id: string, tokens: TokenSet, keepRefresh: str
   const now = new Date();
   return {
     tokenType: tokens.tokenType,
-    accessTokenEnc: keyring.encrypt(tokens.accessToken, context("access_token_enc", id)),
+    accessTokenEnc: keyring.encrypt(tokens.accessToken, tokenContext("access_token_enc", id)),
     refreshTokenEnc:
       tokens.refreshToken === null
         ? keepRefresh
-        : keyring.encrypt(tokens.refreshToken, context("refresh_token_enc", id)),
+        : keyring.encrypt(tokens.refreshToken, tokenContext("refresh_token_enc", id)),
     expiresAt: tokens.expiresIn === null ? null : new Date(now.getTime() + tokens.expiresIn * 1000),
     issuedAt: now,
     updatedAt: now,
   };
 }
 
-/** Stores a fresh token set for a subject; a subject keeps its row (and id) across new consents. */
+/** How a finished flow stores its tokens. */
+export interface SaveOptions {
+  /** Renew this token in place (its id, label and connections stay); null or gone: a new token. */
+  targetId: string | null;
+  makeDefault: boolean;
+  workspaceId: string | null;
+}
+
+/**
+ * Makes a token its subject's default and clears the others. The subject's rows are locked first
+ * so that two concurrent changes run one after the other; the old default is cleared before the
+ * new one is set because the unique index is checked row by row.
+ */
+export async function makeDefault(exec: Executor, row: TokenRow): Promise<TokenRow> {
+  const subject = and(
+    eq(oauthTokens.providerRef, row.providerRef),
+    eq(oauthTokens.userId, row.userId),
+    eq(oauthTokens.agentId, row.agentId),
+  );
+  return exec.transaction(async (tx) => {
+    await tx.select({ id: oauthTokens.id }).from(oauthTokens).where(subject).for("update");
+    await tx
+      .update(oauthTokens)
+      .set({ isDefault: false })
+      .where(and(subject, eq(oauthTokens.isDefault, true), ne(oauthTokens.id, row.id)));
+    const [updated] = await tx
+      .update(oauthTokens)
+      .set({ isDefault: true })
+      .where(eq(oauthTokens.id, row.id))
+      .returning();
+    return updated ?? row;
+  });
+}
+
+/** Stores a fresh token set: renews the target token, or adds a new token for the subject. */
 export async function saveTokens(
   exec: Executor,
   keyring: Keyring,
@@ -77,35 +110,41 @@ export async function saveTokens(
   tokens: TokenSet,
   scopes: string[],
   issuer: string,
+  opts: SaveOptions,
 ): Promise<TokenRow> {
-  const id = randomUUID();
-  const [inserted] = await exec
-    .insert(oauthTokens)
-    .values({ id, ...subject, scopes, issuer, ...sealed(keyring, id, tokens, null) })
-    .onConflictDoNothing({ target: [oauthTokens.providerRef, oauthTokens.userId, oauthTokens.agentId] })
-    .returning();
-  if (inserted) return inserted;
-  const [existing] = await exec
-    .select()
-    .from(oauthTokens)
-    .where(
-      and(
-        eq(oauthTokens.providerRef, subject.providerRef),
-        eq(oauthTokens.userId, subject.userId),
-        eq(oauthTokens.agentId, subject.agentId),
-      ),
-    )
-    .for("update");
-  if (!existing) throw new Error("token row vanished while it was being replaced");
-  const [updated] = await exec
-    .update(oauthTokens)
-    .set({ scopes, issuer, ...sealed(keyring, existing.id, tokens, null) })
-    .where(eq(oauthTokens.id, existing.id))
-    .returning();
-  return updated as TokenRow;
+  let row: TokenRow | undefined;
+  if (opts.targetId !== null) {
+    [row] = await exec
+      .update(oauthTokens)
+      .set({
+        scopes,
+        issuer,
+        ...(opts.workspaceId === null ? {} : { workspaceId: opts.workspaceId }),
+        ...sealed(keyring, opts.targetId, tokens, null),
+      })
+      .where(and(eq(oauthTokens.id, opts.targetId), eq(oauthTokens.providerRef, subject.providerRef)))
+      .returning();
+  }
+  if (!row) {
+    const id = randomUUID();
+    [row] = await exec
+      .insert(oauthTokens)
+      .values({
+        id,
+        ...subject,
+        scopes,
+        issuer,
+        workspaceId: opts.workspaceId,
+        ...sealed(keyring, id, tokens, null),
+      })
+      .returning();
+  }
+  if (!row) throw new Error("storing the token returned no row");
+  return opts.makeDefault ? makeDefault(exec, row) : row;
 }
 
-export async function findToken(exec: Executor, subject: Subject): Promise<TokenRow | undefined> {
+/** The subject's default token, else its most recently renewed one. */
+export async function pickToken(exec: Executor, subject: Subject): Promise<TokenRow | undefined> {
   const [row] = await exec
     .select()
     .from(oauthTokens)
@@ -116,7 +155,9 @@ export async function findToken(exec: Executor, subject: Subject): Promise<Token
         eq(oauthTokens.userId, subject.userId),
         eq(oauthTokens.agentId, subject.agentId),
       ),
-    );
+    )
+    .orderBy(desc(oauthTokens.isDefault), desc(oauthTokens.updatedAt), asc(oauthTokens.id))
+    .limit(1);
   return row;
 }
 
@@ -138,7 +179,10 @@ export async function usableToken(
     if (!locked) return null;
     if (!needsRefresh(locked)) return locked;
     if (locked.refreshTokenEnc === null) return null;
-    const refreshToken = env.keyring.decrypt(locked.refreshTokenEnc, context("refresh_token_enc", locked.id));
+    const refreshToken = env.keyring.decrypt(
+      locked.refreshTokenEnc,
+      tokenContext("refresh_token_enc", locked.id),
+    );
     let tokens: TokenSet;
     try {
       tokens = await refreshTokens(
@@ -168,52 +212,5 @@ export async function usableToken(
       .where(eq(oauthTokens.id, locked.id))
       .returning();
     return updated as TokenRow;
-  });
-}
-
-function toToken(row: TokenRow, providerSlug: string): OAuthToken {
-  return {
-    id: row.id,
-    provider_id: providerSlug,
-    user_id: row.userId,
-    agent_id: row.agentId === "" ? null : row.agentId,
-    scopes: row.scopes,
-    token_type: row.tokenType,
-    expires_at: iso(row.expiresAt),
-    has_refresh_token: row.refreshTokenEnc !== null,
-    created_at: iso(row.createdAt),
-    updated_at: iso(row.updatedAt),
-  };
-}
-
-/** A user's tokens (never their values), oldest first. */
-export async function listTokens(
-  exec: Executor,
-  organizationId: string,
-  q: TokensQuery,
-): Promise<OAuthToken[]> {
-  const filters = [eq(oauthTokens.organizationId, organizationId), eq(oauthTokens.userId, q.user_id)];
-  if (q.provider !== undefined) filters.push(eq(oauthProviders.providerId, q.provider));
-  if (q.agent_id !== undefined) filters.push(eq(oauthTokens.agentId, q.agent_id));
-  const list = await exec
-    .select({ token: oauthTokens, slug: oauthProviders.providerId })
-    .from(oauthTokens)
-    .innerJoin(oauthProviders, eq(oauthProviders.id, oauthTokens.providerRef))
-    .where(and(...filters))
-    .orderBy(asc(oauthTokens.createdAt), asc(oauthTokens.id));
-  return list.map((r) => toToken(r.token, r.slug));
-}
-
-/** Forgets a stored token here (the provider is not told); returns its record. */
-export async function deleteToken(exec: Executor, organizationId: string, id: string): Promise<OAuthToken> {
-  return exec.transaction(async (tx) => {
-    const [found] = await tx
-      .select({ token: oauthTokens, slug: oauthProviders.providerId })
-      .from(oauthTokens)
-      .innerJoin(oauthProviders, eq(oauthProviders.id, oauthTokens.providerRef))
-      .where(and(eq(oauthTokens.id, id), eq(oauthTokens.organizationId, organizationId)));
-    if (!found) throw notFound("OAuth token not found.");
-    await tx.delete(oauthTokens).where(eq(oauthTokens.id, id));
-    return toToken(found.token, found.slug);
   });
 }

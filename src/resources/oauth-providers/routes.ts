@@ -1,7 +1,14 @@
 import { Type } from "@sinclair/typebox";
 import { principalOf } from "../../http/auth.ts";
+import { ErrorBody } from "../../http/errors.ts";
 import type { App } from "../../http/types.ts";
-import { CreateProviderBody, OAuthProvider, PatchProviderBody, ProviderParams } from "./schema.ts";
+import {
+  CreateProviderBody,
+  DeletedProvider,
+  OAuthProvider,
+  PatchProviderBody,
+  ProviderParams,
+} from "./schema.ts";
 import { createProvider, deleteProvider, getProvider, listProviders, patchProvider } from "./service.ts";
 
 const tags = ["oauth-providers"];
@@ -31,13 +38,13 @@ export async function oauthProviderRoutes(app: App): Promise<void> {
         tags,
         summary: "Create an OAuth provider",
         body: CreateProviderBody,
-        response: { 201: OAuthProvider },
+        response: {
+          200: OAuthProvider,
+          409: { ...ErrorBody, description: "A provider with this provider_id exists in the organization." },
+        },
       },
     },
-    async (request, reply) => {
-      const created = await createProvider(orm, env, principalOf(request).organizationId, request.body);
-      return reply.code(201).send(created);
-    },
+    async (request) => createProvider(orm, env, principalOf(request).organizationId, request.body),
   );
 
   app.get(
@@ -73,11 +80,16 @@ export async function oauthProviderRoutes(app: App): Promise<void> {
     {
       schema: {
         tags,
-        summary: "Delete an OAuth provider with its stored tokens",
+        summary: "Delete an OAuth provider with its stored tokens and agent connections",
+        description: "Answers the deleted record and a `message`. The tokens are forgotten, not revoked.",
         params: ProviderParams,
-        response: { 200: OAuthProvider },
+        response: { 200: DeletedProvider },
       },
     },
-    async (request) => deleteProvider(orm, principalOf(request).organizationId, request.params.provider_id),
+    async (request) => {
+      const slug = request.params.provider_id;
+      const deleted = await deleteProvider(orm, principalOf(request).organizationId, slug);
+      return { ...deleted, message: `OAuth provider "${slug}" deleted.` };
+    },
   );
 }

@@ -85,3 +85,7 @@ export const McpDiscoverBody = Type.Object({
   mcp_server_url: OAuthUrl,
 });
 export type McpDiscoverBody = Static<typeof McpDiscoverBody>;
+
+export const DeletedProvider = Type.Composite([OAuthProvider, Type.Object({ message: Type.String() })], {
+  description: "The deleted provider's record and a sentence saying so.",
+});

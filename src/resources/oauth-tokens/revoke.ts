@@ -1,0 +1,80 @@
+import { inArray } from "drizzle-orm";
+import type { Executor } from "../../db/client.ts";
+import { oauthTokens } from "../../db/schema/oauth.ts";
+import { badGateway } from "../../http/errors.ts";
+import { OAuthCallFailed } from "../../oauth/client.ts";
+import { revocationEndpoint, revokeToken } from "../../oauth/revocation.ts";
+import { FetchRefused } from "../../oauth/safe-fetch.ts";
+import { type FlowEnv, providerClient } from "../oauth-flows/env.ts";
+import { type TokenRow, tokenContext } from "../oauth-flows/token-store.ts";
+import type { ProviderRow } from "../oauth-providers/service.ts";
+
+/**
+ * Revokes a token's grant at its provider (RFC 7009): the refresh token first (which ends the
+ * grant at most servers), then the access token. False when the provider publishes no revocation
+ * endpoint (or one the SSRF rules refuse), so the token can only be forgotten. Throws OAuthCallFailed when the provider cannot
+ * be reached or refuses.
+ */
+export async function revokeAtProvider(
+  env: FlowEnv,
+  token: TokenRow,
+  provider: ProviderRow,
+): Promise<boolean> {
+  const allowLoopback = env.config.oauth.allowInsecureLoopback;
+  const endpoint = await revocationEndpoint(env.fetch, token.issuer, allowLoopback);
+  if (endpoint === null) return false;
+  const client = providerClient(provider, env.keyring);
+  const input = { issuer: token.issuer, endpoint };
+  try {
+    if (token.refreshTokenEnc !== null) {
+      const refresh = env.keyring.decrypt(token.refreshTokenEnc, tokenContext("refresh_token_enc", token.id));
+      await revokeToken(client, env.fetch, { ...input, token: refresh, hint: "refresh_token" });
+    }
+    const access = env.keyring.decrypt(token.accessTokenEnc, tokenContext("access_token_enc", token.id));
+    await revokeToken(client, env.fetch, { ...input, token: access, hint: "access_token" });
+  } catch (err) {
+    // The SSRF rules will refuse this endpoint every time: waiting would keep the token forever.
+    if (err instanceof FetchRefused) return false;
+    throw err;
+  }
+  return true;
+}
+
+export interface Removal {
+  deleted: number;
+  /** Deleted without being revoked: their provider has no revocation endpoint. */
+  notRevocable: number;
+}
+
+/**
+ * Revokes each token at its provider, then deletes the ones that were revoked (or cannot be).
+ * A token whose provider cannot be reached or refuses is kept — the caller wanted the grant
+ * ended, and forgetting it here would leave it alive there — and the request fails with 502
+ * saying so; retrying later finishes the job. No row is locked across the network calls: a
+ * refresh that races with this writes to a row that is then deleted.
+ */
+export async function revokeAndDelete(
+  exec: Executor,
+  env: FlowEnv,
+  found: { token: TokenRow; provider: ProviderRow }[],
+): Promise<Removal> {
+  const done: string[] = [];
+  const failures: string[] = [];
+  let notRevocable = 0;
+  for (const { token, provider } of found) {
+    try {
+      if (!(await revokeAtProvider(env, token, provider))) notRevocable += 1;
+      done.push(token.id);
+    } catch (err) {
+      if (!(err instanceof OAuthCallFailed)) throw err;
+      failures.push(err.message);
+    }
+  }
+  if (done.length > 0) await exec.delete(oauthTokens).where(inArray(oauthTokens.id, done));
+  if (failures.length > 0) {
+    const kept = failures.length === 1 ? "The token was" : `${failures.length} tokens were`;
+    const gone = done.length > 0 ? ` ${done.length} other token(s) were revoked and deleted.` : "";
+    throw badGateway(`${kept} not revoked at the provider and kept; try again later. ${failures[0]}${gone}`);
+  }
+  return { deleted: done.length, notRevocable };
+}

@@ -1,0 +1,147 @@
+import { and, asc, eq, type SQL } from "drizzle-orm";
+import type { Executor } from "../../db/client.ts";
+import { oauthProviders, oauthTokens } from "../../db/schema/oauth.ts";
+import { notFound } from "../../http/errors.ts";
+import { iso } from "../../http/schemas.ts";
+import type { FlowEnv } from "../oauth-flows/env.ts";
+import { makeDefault, type TokenRow } from "../oauth-flows/token-store.ts";
+import { getProviderRow } from "../oauth-providers/service.ts";
+import type { TokenOwner } from "./owner.ts";
+import { type Removal, revokeAndDelete } from "./revoke.ts";
+import type { OAuthTokenSummary, TokenMetadataBody, TokensQuery } from "./schema.ts";
+
+export function toSummary(row: TokenRow, providerSlug: string): OAuthTokenSummary {
+  return {
+    id: row.id,
+    provider_id: providerSlug,
+    provider_account_label: row.providerAccountLabel,
+    scopes: row.scopes,
+    expires_at: iso(row.expiresAt),
+    is_default: row.isDefault,
+    created_at: iso(row.createdAt),
+    updated_at: iso(row.updatedAt),
+    user_id: row.userId,
+    agent_id: row.agentId === "" ? null : row.agentId,
+    token_type: row.tokenType,
+    has_refresh_token: row.refreshTokenEnc !== null,
+  };
+}
+
+const owned = (owner: TokenOwner) =>
+  and(eq(oauthTokens.organizationId, owner.organizationId), eq(oauthTokens.userId, owner.userId));
+
+async function tokensWhere(exec: Executor, where: SQL | undefined) {
+  return exec
+    .select({ token: oauthTokens, provider: oauthProviders })
+    .from(oauthTokens)
+    .innerJoin(oauthProviders, eq(oauthProviders.id, oauthTokens.providerRef))
+    .where(where)
+    .orderBy(asc(oauthTokens.createdAt), asc(oauthTokens.id));
+}
+
+/** The owner's tokens (never their values), oldest first, across agents unless one is named. */
+export async function listTokens(
+  exec: Executor,
+  owner: TokenOwner,
+  q: TokensQuery,
+): Promise<OAuthTokenSummary[]> {
+  const filters = [owned(owner)];
+  const slug = q.provider_id ?? q.provider;
+  if (slug !== undefined) filters.push(eq(oauthProviders.providerId, slug));
+  if (q.agent_id !== undefined) filters.push(eq(oauthTokens.agentId, q.agent_id));
+  const list = await tokensWhere(exec, and(...filters));
+  return list.map((r) => toSummary(r.token, r.provider.providerId));
+}
+
+/** Whether the owner holds a token for the provider (an unknown provider holds none). */
+export async function hasToken(exec: Executor, owner: TokenOwner, slug: string): Promise<boolean> {
+  const [row] = await exec
+    .select({ id: oauthTokens.id })
+    .from(oauthTokens)
+    .innerJoin(oauthProviders, eq(oauthProviders.id, oauthTokens.providerRef))
+    .where(and(owned(owner), eq(oauthProviders.providerId, slug)))
+    .limit(1);
+  return row !== undefined;
+}
+
+/** One of the owner's tokens; anyone else's is not found. */
+export async function ownedToken(exec: Executor, owner: TokenOwner, id: string) {
+  const [found] = await tokensWhere(exec, and(owned(owner), eq(oauthTokens.id, id)));
+  if (!found) throw notFound("OAuth token not found.");
+  return found;
+}
+
+/** Sets the label and the default flag; null or omitted fields are left as they are. */
+export async function patchMetadata(
+  exec: Executor,
+  owner: TokenOwner,
+  id: string,
+  body: TokenMetadataBody,
+): Promise<OAuthTokenSummary> {
+  return exec.transaction(async (tx) => {
+    const { token, provider } = await ownedToken(tx, owner, id);
+    const label = body.provider_account_label;
+    if (label == null && body.is_default == null) return toSummary(token, provider.providerId);
+    const [updated] = await tx
+      .update(oauthTokens)
+      .set({
+        ...(label == null ? {} : { providerAccountLabel: label === "" ? null : label }),
+        ...(body.is_default === false ? { isDefault: false } : {}),
+        updatedAt: new Date(),
+      })
+      .where(eq(oauthTokens.id, token.id))
+      .returning();
+    let row = updated ?? token;
+    if (body.is_default === true && !row.isDefault) row = await makeDefault(tx, row);
+    return toSummary(row, provider.providerId);
+  });
+}
+
+/** Revokes the owner's token at its provider, then deletes it (with its agent connections). */
+export async function deleteToken(
+  exec: Executor,
+  env: FlowEnv,
+  owner: TokenOwner,
+  id: string,
+): Promise<Removal> {
+  return revokeAndDelete(exec, env, [await ownedToken(exec, owner, id)]);
+}
+
+/** Revokes and deletes all of the owner's tokens for a provider, across agents. */
+export async function deleteProviderTokens(
+  exec: Executor,
+  env: FlowEnv,
+  owner: TokenOwner,
+  slug: string,
+): Promise<Removal> {
+  const provider = await getProviderRow(exec, owner.organizationId, slug);
+  const found = await tokensWhere(exec, and(owned(owner), eq(oauthTokens.providerRef, provider.id)));
+  return revokeAndDelete(exec, env, found);
+}
+
+/** Tokens of Slack providers (provider_type "slack") obtained in a workspace, whoever owns them. */
+const slackInWorkspace = (organizationId: string, workspaceId: string) =>
+  and(
+    eq(oauthTokens.organizationId, organizationId),
+    eq(oauthTokens.workspaceId, workspaceId),
+    eq(oauthProviders.providerType, "slack"),
+  );
+
+export async function hasSlackToken(exec: Executor, organizationId: string, workspaceId: string) {
+  const [row] = await exec
+    .select({ id: oauthTokens.id })
+    .from(oauthTokens)
+    .innerJoin(oauthProviders, eq(oauthProviders.id, oauthTokens.providerRef))
+    .where(slackInWorkspace(organizationId, workspaceId))
+    .limit(1);
+  return row !== undefined;
+}
+
+export async function deleteSlackTokens(
+  exec: Executor,
+  env: FlowEnv,
+  organizationId: string,
+  workspaceId: string,
+): Promise<Removal> {
+  return revokeAndDelete(exec, env, await tokensWhere(exec, slackInWorkspace(organizationId, workspaceId)));
+}
