@@ -37,7 +37,8 @@ export async function inspectImage(engine: Engine, ref: string): Promise<Inspect
     "image",
     "inspect",
     "--format",
-    "{{json .Id}} {{json .Config.Labels}}",
+    // `json .Id` is refused by podman 4's templates; an id never holds a space.
+    "{{.Id}} {{json .Config.Labels}}",
     "--",
     ref,
   ]);
@@ -45,9 +46,9 @@ export async function inspectImage(engine: Engine, ref: string): Promise<Inspect
   const line = result.stdout.trim().split("\n")[0] ?? "";
   const space = line.indexOf(" ");
   try {
-    const id: unknown = JSON.parse(line.slice(0, space));
+    const id = line.slice(0, space);
     const raw: unknown = JSON.parse(line.slice(space + 1));
-    if (typeof id !== "string" || id === "") return undefined;
+    if (space <= 0) return undefined;
     const labels: Record<string, string> = {};
     if (typeof raw === "object" && raw !== null) {
       for (const [k, v] of Object.entries(raw)) if (typeof v === "string") labels[k] = v;
