@@ -21,6 +21,8 @@ const APPLETS = ["sh", "httpd", "env", "cat", "sleep", "printf", "echo", "kill",
  */
 export async function testEngine(): Promise<Engine | undefined> {
   const dir = mkdtempSync(join(tmpdir(), "slipway-engine-"));
+  // Holds the containers.conf every engine command of the tests reads: kept until the very end.
+  process.once("exit", () => rmSync(dir, { recursive: true, force: true }));
   const engine = await new EngineFinder(dir).usable();
   let busybox = true;
   try {
