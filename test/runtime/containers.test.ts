@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
@@ -225,34 +225,55 @@ describe("local runtime: containers", () => {
     assert.equal((await hit(next, s.deploymentName, "/cgi-bin/greeting")).json().greeting, "again");
   });
 
-  it("removes containers a killed Slipway left for a deployment before starting it again", {
+  it("containers a Slipway killed with SIGKILL left are removed before the revision starts again", {
     skip,
-  }, async () => {
+  }, async (t) => {
     assert.ok(images);
-    const rt = runtime();
+    const dataDir = tempDir();
     const s = spec({ kind: "image", imageUri: v1 });
-    await built(rt, s);
-    const leftover = `slipway-leftover-${process.pid}`;
-    const started = await execEngine(images.engine, [
-      "run",
-      "-d",
-      "--name",
-      leftover,
-      "--stop-timeout",
-      "1",
-      "--label",
-      `${DEPLOYMENT_LABEL}=${s.deploymentId}`,
-      "--label",
-      `${OWNER_LABEL}=${rt.containers.owner}`,
-      v1,
-      "/bin/sleep",
-      "600",
+    const host = spawn(
+      process.execPath,
+      [
+        "--import",
+        "tsx",
+        join(import.meta.dirname, "fixtures", "container-host.ts"),
+        dataDir,
+        JSON.stringify(s),
+      ],
+      { stdio: ["ignore", "pipe", "inherit"] },
+    );
+    t.after(() => {
+      if (host.exitCode === null && host.signalCode === null) host.kill("SIGKILL");
+    });
+    await new Promise<void>((resolve, reject) => {
+      let out = "";
+      host.stdout.on("data", (d: Buffer) => {
+        out += d.toString();
+        if (out.includes("ready\n")) resolve();
+      });
+      host.once("exit", (code) => reject(new Error(`the host exited with ${code}`)));
+    });
+    const rt = runtime({}, dataDir);
+    const [left, ...others] = await images.containers(rt.containers.owner, s.deploymentId);
+    assert.ok(left);
+    assert.deepEqual(others, []);
+    const exited = new Promise((resolve) => host.once("exit", resolve));
+    host.kill("SIGKILL");
+    await exited;
+    const running = await execEngine(images.engine, [
+      "ps",
+      "--format",
+      "{{.Names}}",
+      "--filter",
+      `name=${left}`,
     ]);
-    assert.ok(started.ok, started.stderr);
+    assert.equal(running.stdout.trim(), left, "the container outlives its killed Slipway");
+
     await rt.activate(s, phase());
-    const names = await images.containers(rt.containers.owner, s.deploymentId);
-    assert.equal(names.includes(leftover), false);
-    assert.equal(names.length, 1);
+    const now = await images.containers(rt.containers.owner, s.deploymentId);
+    assert.equal(now.length, 1);
+    assert.notEqual(now[0], left, "the leftover is gone; one new container serves");
+    assert.deepEqual((await hit(rt, s.deploymentName)).json(), { version: "v1" });
   });
 
   it("host network: the app gets the host port as PORT", { skip }, async () => {
