@@ -5,8 +5,7 @@ import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { DeployError, type RevisionSpec, SourceError } from "../../src/runtimes/interface.ts";
 import { CONTAINER_PORT } from "../../src/runtimes/local/container.ts";
-import { CONTAINERS_CONF, type Engine, execEngine } from "../../src/runtimes/local/containers/engine.ts";
-import { imageTag, imageVersion, qualifiedImage } from "../../src/runtimes/local/containers/image.ts";
+import { type Engine, execEngine } from "../../src/runtimes/local/containers/engine.ts";
 import type { LocalRuntime } from "../../src/runtimes/local/runtime.ts";
 import { DEPLOYMENT_LABEL, OWNER_LABEL, REVISION_LABEL, TestImages, testEngine } from "./container-images.ts";
 import { cleanupTemp, hit, newRuntime, phase, spec, tempDir, waitFor } from "./helpers.ts";
@@ -31,32 +30,6 @@ function onSomeCommandLine(needle: string): boolean {
   }
   return false;
 }
-
-describe("container image references", () => {
-  it("take the tag as written, and spell out Docker Hub's short names", () => {
-    assert.equal(imageTag("reg.example:5000/team/app:1.2@sha256:abc"), "1.2");
-    assert.equal(imageTag("reg.example:5000/team/app"), undefined);
-    assert.equal(imageTag("app@sha256:abc"), undefined);
-    assert.equal(imageTag("nginx:latest"), "latest");
-    assert.equal(qualifiedImage("nginx:1"), "docker.io/library/nginx:1");
-    assert.equal(qualifiedImage("team/app:1"), "docker.io/team/app:1");
-    assert.equal(qualifiedImage("localhost/app:1"), "localhost/app:1");
-    assert.equal(qualifiedImage("reg.example:5000/app"), "reg.example:5000/app");
-    assert.equal(qualifiedImage("ghcr.io/o/app:2"), "ghcr.io/o/app:2");
-  });
-
-  it("image_version: the version label, else the tag, else null", () => {
-    const labelled = { id: "x", labels: { "org.opencontainers.image.version": "3.1.4" } };
-    assert.equal(imageVersion("app:9", labelled), "3.1.4");
-    assert.equal(imageVersion("app:9", { id: "x", labels: {} }), "9");
-    assert.equal(imageVersion("app@sha256:abc", { id: "x", labels: {} }), null);
-  });
-
-  it("Slipway's containers.conf selects runc and sets both ulimits", () => {
-    assert.match(CONTAINERS_CONF, /^runtime = "runc"$/m);
-    assert.match(CONTAINERS_CONF, /^default_ulimits = \["nofile=1024:1024", "nproc=1024:1024"\]$/m);
-  });
-});
 
 const engine: Engine | undefined = await testEngine();
 
