@@ -49,6 +49,7 @@ forEachDatabase(
     let api: Api;
     let dep: ImageDeployment;
     let url = "";
+    let internalUrl = "";
     const settle = (rid: string) => waitForRevision(suite.ctx.db, rid, { timeoutMs: 120_000 });
     const latest = async (id: string) => {
       const d = await api.deployment(id);
@@ -159,7 +160,37 @@ forEachDatabase(
       );
     });
 
-    it("a restarted Slipway runs the active image again", { skip }, async () => {
+    it("internal_docker runs an image already in the store, and switches under a client loop", {
+      skip,
+    }, async () => {
+      const internal = await api.call<ImageDeployment>(
+        "POST",
+        "/v2/deployments",
+        { name: `pushed-${kind}`, source: "internal_docker", source_revision_config: { image_uri: v1 } },
+        201,
+      );
+      assert.ok(internal.latest_revision_id);
+      assert.equal(await settle(internal.latest_revision_id), "DEPLOYED");
+      let d = await api.call<ImageDeployment>("GET", `/v2/deployments/${internal.id}`);
+      assert.equal(d.image_version, "1.0.0");
+      assert.ok(d.source_config.custom_url);
+      internalUrl = d.source_config.custom_url;
+      assert.deepEqual((await appGet(internalUrl)).body, { version: "1" });
+
+      let done = false;
+      const loop = loopRequests(internalUrl, () => done);
+      await api.patch(internal.id, { source_revision_config: { image_uri: v2 } });
+      assert.equal(await settle(await latest(internal.id)), "DEPLOYED");
+      await new Promise((r) => setTimeout(r, 300));
+      done = true;
+      const { versions, failures } = await loop;
+      assert.deepEqual(failures, []);
+      assert.deepEqual(versions, ["1", "2"]);
+      d = await api.call<ImageDeployment>("GET", `/v2/deployments/${internal.id}`);
+      assert.equal(d.image_version, "2.0.0");
+    });
+
+    it("a restarted Slipway runs both deployments' active images again", { skip }, async () => {
       assert.ok(images && stack);
       const owner = stack.runtime.containers.owner;
       await stack.stop();
@@ -169,21 +200,7 @@ forEachDatabase(
       await again.reconciler.ready;
       const answer = await appGet(url, "/cgi-bin/greeting");
       assert.deepEqual(answer.body, { version: "2", greeting: "hello from a mounted secret" });
-    });
-
-    it("internal_docker runs an image already in the store, without a registry", { skip }, async () => {
-      const internal = await api.call<ImageDeployment>(
-        "POST",
-        "/v2/deployments",
-        { name: `pushed-${kind}`, source: "internal_docker", source_revision_config: { image_uri: v1 } },
-        201,
-      );
-      assert.ok(internal.latest_revision_id);
-      assert.equal(await settle(internal.latest_revision_id), "DEPLOYED");
-      const d = await api.call<ImageDeployment>("GET", `/v2/deployments/${internal.id}`);
-      assert.equal(d.image_version, "1.0.0");
-      assert.ok(d.source_config.custom_url);
-      assert.deepEqual((await appGet(d.source_config.custom_url)).body, { version: "1" });
+      assert.deepEqual((await appGet(internalUrl)).body, { version: "2" });
     });
 
     it("deleting the deployments removes every container", { skip }, async () => {
