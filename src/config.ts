@@ -30,6 +30,12 @@ export interface Config {
   github: { appId: string | undefined; privateKey: string | undefined; apiUrl: string };
   oauth: { allowInsecureLoopback: boolean; allowPlainPkce: boolean };
   apps: { port: number; domain: string; databaseUrl: string | undefined; healthTimeoutMs: number };
+  containers: {
+    engine: "auto" | "podman" | "docker";
+    network: "bridge" | "host";
+    /** Where `secret_references` resolve: `<dir>/<secret_name>/<secret_key>` (a mounted Secret's layout). */
+    secretRefsDir: string | undefined;
+  };
   reconciler: { enabled: boolean; pollMs: number; leaseMs: number };
   /** What one revision may take on disk: its unpacked source, and its directory while it builds. */
   limits: { sourceBytes: number; sourceMaxFiles: number; buildDiskBytes: number };
@@ -57,6 +63,14 @@ function boolVar(env: Env, name: string, fallback: boolean): boolean {
   if (/^(1|true|yes|on)$/i.test(raw)) return true;
   if (/^(0|false|no|off)$/i.test(raw)) return false;
   throw new ConfigError(`${name} must be true or false, got "${raw}".`);
+}
+
+function choiceVar<T extends string>(env: Env, name: string, choices: readonly T[]): T {
+  const raw = env[name] || choices[0];
+  const found = choices.find((c) => c === raw);
+  if (found === undefined)
+    throw new ConfigError(`${name} must be one of ${choices.join(", ")}, got "${raw}".`);
+  return found;
 }
 
 function masterKeyVar(name: string, raw: string): string {
@@ -164,6 +178,11 @@ export function loadConfig(env: Env = process.env): Config {
       domain: env.SLIPWAY_APPS_DOMAIN || "localhost",
       databaseUrl: env.SLIPWAY_APPS_DATABASE_URL || undefined,
       healthTimeoutMs: intVar(env, "SLIPWAY_HEALTH_TIMEOUT_MS", 30_000, 100, 600_000),
+    },
+    containers: {
+      engine: choiceVar(env, "SLIPWAY_CONTAINER_ENGINE", ["auto", "podman", "docker"] as const),
+      network: choiceVar(env, "SLIPWAY_CONTAINER_NETWORK", ["bridge", "host"] as const),
+      secretRefsDir: env.SLIPWAY_SECRET_REFS_DIR ? resolve(env.SLIPWAY_SECRET_REFS_DIR) : undefined,
     },
     reconciler: {
       enabled: boolVar(env, "SLIPWAY_RECONCILER", true),

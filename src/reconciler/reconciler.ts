@@ -26,6 +26,7 @@ import {
 } from "./claims.ts";
 import { failureStatus, isRuntimeFailure, LostClaim, messageOf, phaseFailure } from "./errors.ts";
 import { DEFAULT_LOG_CAP, LOGS_CHANNEL, RevisionLogSink } from "./log-sink.ts";
+import { resolveSecretReferences } from "./secret-refs.ts";
 import type { SourceResolver } from "./sources.ts";
 import { MID_WAY, statusList } from "./statuses.ts";
 import { moveDeployment, moveRevision } from "./transitions.ts";
@@ -281,11 +282,13 @@ export class Reconciler {
         await runtime.discard(work.deploymentId, work.id);
       }
       const env: Record<string, string> = { ...secrets };
+      const hidden = Object.values(secrets);
       const db = await this.ensureDatabase(work);
       if (db) {
         env.DATABASE_URI = db.uri;
         env.POSTGRES_URI = db.uri;
-        sink.setSecrets([...Object.values(secrets), db.password]);
+        hidden.push(db.password);
+        sink.setSecrets(hidden);
       }
       if (status === "QUEUED" || status === "UNKNOWN") await step("AWAITING_BUILD");
       if (await this.newerRevisionWaiting(work)) {
@@ -302,6 +305,10 @@ export class Reconciler {
       await runtime.build(spec, ctx);
       await step("AWAITING_DEPLOY");
       await step("DEPLOYING");
+      // Read now, so a missing reference fails the deploy (and a changed file counts at each deploy).
+      const referenced = await this.referencedSecrets(work);
+      Object.assign(spec.env, referenced);
+      sink.setSecrets([...hidden, ...Object.values(referenced)]);
       const activation = await runtime.activate(spec, ctx);
       await sink.flush();
       if (!(await this.finishDeploy(work, activation))) {
@@ -442,6 +449,12 @@ export class Reconciler {
                    updated_at = now()
              WHERE id = ${work.deploymentId}`,
       );
+      // An image revision names the deployed image's version; other sources leave it as it was.
+      if (activation.imageVersion !== undefined) {
+        await tx.execute(
+          sql`UPDATE deployments SET image_version = ${activation.imageVersion} WHERE id = ${work.deploymentId}`,
+        );
+      }
       return true;
     });
   }
@@ -487,8 +500,13 @@ export class Reconciler {
     return db;
   }
 
+  private referencedSecrets(work: RevisionWork): Promise<Record<string, string>> {
+    return resolveSecretReferences(this.opts.config.containers.secretRefsDir, work.secretReferences);
+  }
+
   private async envFor(work: RevisionWork): Promise<{ env: Record<string, string>; secrets: string[] }> {
     const env = await revisionSecrets(this.orm, this.opts.keyring, work.id);
+    Object.assign(env, await this.referencedSecrets(work));
     const secrets = Object.values(env);
     if (this.appDbs) {
       const db = await this.appDbs.provision(this.orm, work.deploymentId);

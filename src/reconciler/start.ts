@@ -22,6 +22,8 @@ export async function startReconciler(deps: AppDeps, logger: ReconcilerLogger): 
     appsDomain: config.apps.domain,
     appsHost: config.host,
     healthTimeoutMs: config.apps.healthTimeoutMs,
+    containerEngine: config.containers.engine,
+    containerNetwork: config.containers.network,
     logger,
     limits: config.limits,
   });

@@ -13,6 +13,8 @@ export interface RevisionWork {
   source: string;
   sourceRevisionConfig: Record<string, unknown>;
   resourceSpec: Record<string, unknown> | null;
+  /** `secret_references` of the revision (external_docker), resolved at deploy. */
+  secretReferences?: unknown;
   buildConfig: Record<string, unknown>;
   attempts: number;
   deploymentName: string;
@@ -30,6 +32,7 @@ interface WorkRow {
   source: string;
   source_revision_config: Record<string, unknown>;
   resource_spec: Record<string, unknown> | null;
+  secret_references: unknown;
   build_config: Record<string, unknown>;
   attempts: number;
   deployment_name: string;
@@ -43,7 +46,7 @@ export async function loadWork(exec: Executor, revisionId: string): Promise<Revi
   const [r] = await rows<WorkRow>(
     exec,
     sql`SELECT r.id, r.deployment_id, r.seq, r.status, r.source, r.source_revision_config, r.resource_spec,
-               r.build_config, r.attempts, d.name AS deployment_name, d.status AS deployment_status,
+               r.secret_references, r.build_config, r.attempts, d.name AS deployment_name, d.status AS deployment_status,
                d.source_config AS deployment_source_config, d.organization_id, d.active_revision_id
           FROM revisions r JOIN deployments d ON d.id = r.deployment_id
          WHERE r.id = ${revisionId}`,
@@ -57,6 +60,7 @@ export async function loadWork(exec: Executor, revisionId: string): Promise<Revi
     source: r.source,
     sourceRevisionConfig: r.source_revision_config ?? {},
     resourceSpec: r.resource_spec,
+    secretReferences: r.secret_references,
     buildConfig: r.build_config ?? {},
     attempts: r.attempts,
     deploymentName: r.deployment_name,

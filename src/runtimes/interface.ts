@@ -55,6 +55,8 @@ export interface PreparedSource {
 export interface Activation {
   /** Where the deployment is served, for `source_config.custom_url`. */
   url: string;
+  /** For image revisions: the deployment's `image_version` (null: the image names none). */
+  imageVersion?: string | null;
 }
 
 export interface Runtime {

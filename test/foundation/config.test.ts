@@ -83,4 +83,30 @@ describe("config", () => {
     const key = Buffer.alloc(32, 7).toString("base64");
     assert.equal(loadConfig({ SLIPWAY_MASTER_KEY: key }).masterKey, key);
   });
+
+  it("reads the container settings, refusing unknown engines and networks", () => {
+    assert.deepEqual(loadConfig({}).containers, {
+      engine: "auto",
+      network: "bridge",
+      secretRefsDir: undefined,
+    });
+    assert.deepEqual(
+      loadConfig({
+        SLIPWAY_CONTAINER_ENGINE: "docker",
+        SLIPWAY_CONTAINER_NETWORK: "host",
+        SLIPWAY_SECRET_REFS_DIR: "/run/refs/",
+      }).containers,
+      { engine: "docker", network: "host", secretRefsDir: "/run/refs" },
+    );
+    assert.throws(
+      () => loadConfig({ SLIPWAY_CONTAINER_ENGINE: "lxc" }),
+      (err: unknown) =>
+        err instanceof ConfigError &&
+        /^SLIPWAY_CONTAINER_ENGINE must be one of auto, podman, docker, got "lxc"\.$/.test(err.message),
+    );
+    assert.throws(
+      () => loadConfig({ SLIPWAY_CONTAINER_NETWORK: "none" }),
+      /SLIPWAY_CONTAINER_NETWORK must be one of/,
+    );
+  });
 });

@@ -4,7 +4,6 @@ import { createServer } from "node:net";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
 import { DeployError, type RevisionSpec } from "../../src/runtimes/interface.ts";
-import { usableEngine } from "../../src/runtimes/local/container.ts";
 import type { LocalRuntime } from "../../src/runtimes/local/runtime.ts";
 import {
   alive,
@@ -238,26 +237,6 @@ describe("local runtime: activate", () => {
     );
     assert.equal(body.nodeOptions, "--max-old-space-size=192");
     assert.match(ctx.text("deploy"), /memory limit 256 MB per process/);
-  });
-
-  it("an image revision fails honestly when no container engine is usable", async (t) => {
-    if ((await usableEngine()) !== undefined) {
-      t.skip("a container engine is usable on this machine; the failure path cannot be shown");
-      return;
-    }
-    const rt = runtime();
-    const s = spec({ kind: "image", imageUri: "docker.io/library/nginx:alpine" });
-    await built(rt, s);
-    const ctx = phase();
-    await assert.rejects(rt.activate(s, ctx), (err: unknown) => {
-      assert.ok(err instanceof DeployError);
-      assert.equal(err.message, "no container engine is usable on this machine (docker/podman)");
-      return true;
-    });
-    assert.match(
-      ctx.text("deploy"),
-      /^error: no container engine is usable on this machine \(docker\/podman\)$/m,
-    );
   });
 
   it("activating a revision that was never built is a DeployError", async () => {

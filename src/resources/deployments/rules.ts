@@ -277,8 +277,11 @@ export function checkSecretReferences(
         item([...loc, "secret_name"], "Must be a Kubernetes secret name (lowercase DNS subdomain)."),
       );
     }
-    if (!K8S_KEY.test(r.secret_key)) {
-      items.push(item([...loc, "secret_key"], "Must be letters, digits, '-', '_' or '.'."));
+    // Resolved as a file name on a local runtime: "." and ".." would leave the secret's directory.
+    if (!K8S_KEY.test(r.secret_key) || r.secret_key === "." || r.secret_key === "..") {
+      items.push(
+        item([...loc, "secret_key"], "Must be letters, digits, '-', '_' or '.', and not '.' or '..'."),
+      );
     }
   });
   return items;

@@ -5,7 +5,18 @@ import { BuildError } from "../interface.ts";
 /** What `activate` needs, resolved once by `build` and stored beside it (so a restart needs no rebuild). */
 export type BuildRecord =
   | { version: 1; kind: "process"; start: string; healthcheck: string; env: Record<string, string> }
-  | { version: 1; kind: "image"; image: string; healthcheck: string; env: Record<string, string> };
+  | {
+      version: 1;
+      kind: "image";
+      /** The image id to run (the reference itself when no engine could resolve it). */
+      image: string;
+      /** The reference as the revision gave it. */
+      ref?: string;
+      /** The deployment's `image_version` once this revision is deployed. */
+      imageVersion?: string | null;
+      healthcheck: string;
+      env: Record<string, string>;
+    };
 
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
@@ -140,7 +151,15 @@ export async function readBuildRecord(path: string): Promise<BuildRecord | undef
     };
   }
   if (parsed.kind === "image" && typeof parsed.image === "string") {
-    return { version: 1, kind: "image", image: parsed.image, healthcheck: parsed.healthcheck, env: strings };
+    return {
+      version: 1,
+      kind: "image",
+      image: parsed.image,
+      ref: typeof parsed.ref === "string" ? parsed.ref : undefined,
+      imageVersion: typeof parsed.imageVersion === "string" ? parsed.imageVersion : null,
+      healthcheck: parsed.healthcheck,
+      env: strings,
+    };
   }
   return undefined;
 }

@@ -1,116 +1,184 @@
-import { execFile } from "node:child_process";
-import { BuildError } from "../interface.ts";
-import { describeExit, run } from "./exec.ts";
-
-/** Environment for the engine CLI: the server's own settings for reaching its engine, nothing else. */
-export function engineEnv(): Record<string, string> {
-  const env: Record<string, string> = { PATH: process.env.PATH || "/usr/local/bin:/usr/bin:/bin" };
-  for (const name of [
-    "HOME",
-    "DOCKER_HOST",
-    "DOCKER_CONTEXT",
-    "DOCKER_CONFIG",
-    "CONTAINER_HOST",
-    "XDG_RUNTIME_DIR",
-  ]) {
-    const value = process.env[name];
-    if (value) env[name] = value;
-  }
-  return env;
-}
-
-function works(engine: string, args: string[], timeoutMs: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    execFile(engine, args, { env: engineEnv(), timeout: timeoutMs }, (err) => resolve(err === null));
-  });
-}
-
-let detected: Promise<string | undefined> | undefined;
+import { randomBytes } from "node:crypto";
+import { availableParallelism } from "node:os";
+import { join } from "node:path";
+import { type ContainerNetwork, type Engine, EngineFinder, execEngine } from "./containers/engine.ts";
+import { writeEnvFile } from "./containers/env-file.ts";
 
 /**
- * The first of docker/podman whose `info` succeeds (the CLI alone is not enough: the daemon or
- * the rootless setup has to answer). Asked once per process; a failed answer is kept too.
+ * Image revisions as replicas. A replica's process is `<engine> create … && <engine> start
+ * --attach <name>` (one small shell), so the replica code supervises a container exactly like an
+ * app process: its output is the log, its exit is the crash, ending its group ends the CLI.
+ * Containers are labelled so teardown and the next Slipway find them after a SIGKILL.
  */
-export function usableEngine(): Promise<string | undefined> {
-  detected ??= (async () => {
-    for (const engine of ["docker", "podman"]) {
-      if (await works(engine, ["info", "--format", "{{.ID}}"], 5000)) return engine;
-    }
-    return undefined;
-  })();
-  return detected;
-}
 
-/** Removes a container by name, ignoring "no such container". */
-export function removeContainer(engine: string, name: string): Promise<void> {
-  return new Promise((resolve) => {
-    execFile(engine, ["rm", "-f", name], { env: engineEnv(), timeout: 30_000 }, () => resolve());
-  });
-}
+export { EngineFinder };
 
-/** Removes every container labelled for a deployment (left over from a crash of Slipway). */
-export function removeDeploymentContainers(engine: string, deploymentId: string): Promise<void> {
-  return new Promise((resolve) => {
-    execFile(
-      engine,
-      ["ps", "-aq", "--filter", `label=slipway.deployment=${deploymentId}`],
-      { env: engineEnv(), timeout: 30_000 },
-      (err, stdout) => {
-        const ids = err ? [] : String(stdout).split(/\s+/).filter(Boolean);
-        if (ids.length === 0) return resolve();
-        execFile(engine, ["rm", "-f", ...ids], { env: engineEnv(), timeout: 30_000 }, () => resolve());
-      },
-    );
-  });
-}
-
-/** Port the app listens on inside its container (given to it as PORT). */
+/** Port the app listens on inside its container on a bridge network (given to it as PORT). */
 export const CONTAINER_PORT = 8080;
 
-/**
- * `run` arguments for one replica. Env values are passed by name (`-e NAME`) and read from the CLI's
- * environment, so secrets never appear in a process listing.
- */
-export function runArgs(o: {
-  name: string;
+export const DEPLOYMENT_LABEL = "slipway.deployment";
+export const REVISION_LABEL = "slipway.revision";
+/** Names the data dir (hashed): teardown and leftovers only ever touch this Slipway's containers. */
+export const OWNER_LABEL = "slipway.owner";
+
+/** One container replica, as `Launch` of kind "container" in replica.ts carries it. */
+export interface ContainerLaunch {
+  engine: Engine;
+  /** The image id from the build record. */
   image: string;
-  hostPort: number;
-  envNames: string[];
-  memoryLimitMb?: number;
+  name: string;
   deploymentId: string;
-}): string[] {
-  const args = ["run", "--rm", "--name", o.name, "--label", `slipway.deployment=${o.deploymentId}`];
-  args.push("-p", `127.0.0.1:${o.hostPort}:${CONTAINER_PORT}`);
-  for (const name of o.envNames) args.push("-e", name);
-  if (o.memoryLimitMb !== undefined) args.push("--memory", `${o.memoryLimitMb}m`);
-  args.push("--", o.image);
-  return args;
+  revisionId: string;
+  owner: string;
+  network: ContainerNetwork;
+  /** Where the env file is written for each start (the revision's directory); removed before start. */
+  envDir: string;
+  memoryLimitMb?: number;
+  cpus?: number;
+  /** Seconds between SIGTERM and SIGKILL when the container is stopped. */
+  stopTimeoutS: number;
+}
+
+export interface ContainerSettings {
+  engine: Engine;
+  image: string;
+  deploymentId: string;
+  revisionId: string;
+  owner: string;
+  network: ContainerNetwork;
+  envDir: string;
+  resources: Record<string, unknown>;
+  stopGraceMs: number;
+  log: (line: string) => void;
+}
+
+function positive(value: unknown): number | undefined {
+  return typeof value === "number" && Number.isFinite(value) && value > 0 ? value : undefined;
 }
 
 /**
- * Pulls the image during the build phase, so the health timeout of a deploy is not spent on a
- * download. Without a usable engine there is nothing to pull; the deploy then says so.
+ * The launch of replica `index` of an image revision. Limits: `memory_limit_mb` (else
+ * `memory_mb`) as `--memory`, `cpu_limit` (else `cpu`) as `--cpus`, at most this machine's cores.
  */
-export async function pullImage(
-  image: string,
-  signal: AbortSignal,
-  log: (line: string) => void,
-): Promise<void> {
-  const engine = await usableEngine();
-  if (engine === undefined) {
-    log(`No container engine is usable on this machine (docker/podman); ${image} cannot be pulled or run.`);
-    return;
+export function containerLaunches(s: ContainerSettings): (index: number) => ContainerLaunch {
+  const memoryLimitMb = positive(s.resources.memory_limit_mb) ?? positive(s.resources.memory_mb);
+  let cpus = positive(s.resources.cpu_limit) ?? positive(s.resources.cpu);
+  const cores = availableParallelism();
+  if (cpus !== undefined && cpus > cores) {
+    s.log(`slipway: cpu ${cpus} is above this machine's ${cores} cores; limiting each container to ${cores}`);
+    cpus = cores;
   }
-  log(`$ ${engine} pull ${image}`);
-  const result = await run(engine, ["pull", "--", image], {
-    cwd: "/",
-    env: engineEnv(),
-    signal,
-    onLine: log,
+  const limits = [
+    memoryLimitMb === undefined ? undefined : `--memory ${Math.floor(memoryLimitMb)}m`,
+    cpus === undefined ? undefined : `--cpus ${cpus}`,
+  ].filter(Boolean);
+  if (limits.length > 0) s.log(`slipway: container limits: ${limits.join(" ")}`);
+  // Two starts of one revision may overlap (a revision activated beside its own crashed replicas).
+  const tag = randomBytes(2).toString("hex");
+  return (index) => ({
+    engine: s.engine,
+    image: s.image,
+    name: `slipway-${s.deploymentId.slice(0, 8)}-${s.revisionId.slice(0, 8)}-${index}-${tag}`,
+    deploymentId: s.deploymentId,
+    revisionId: s.revisionId,
+    owner: s.owner,
+    network: s.network,
+    envDir: s.envDir,
+    memoryLimitMb: memoryLimitMb === undefined ? undefined : Math.floor(memoryLimitMb),
+    cpus,
+    stopTimeoutS: Math.max(1, Math.ceil(s.stopGraceMs / 1000)),
   });
-  if (result.code !== 0) {
-    const message = `${engine} pull ${image} ${describeExit(result)}`;
-    log(`error: ${message}`);
-    throw new BuildError(message);
+}
+
+export interface SpawnCommand {
+  file: string;
+  args: string[];
+  env: Record<string, string>;
+}
+
+/**
+ * Removes the env file whatever `create` did, then runs the container attached, so the CLI's exit
+ * is the container's. The file's path and the container's name are the only data on any argv.
+ */
+const CREATE_THEN_START = `f=$1; n=$2; shift 2
+"$@" >/dev/null; rc=$?
+rm -f -- "$f"
+[ "$rc" -eq 0 ] || exit "$rc"
+exec "$1" start --attach "$n"`;
+
+/**
+ * The command that starts `launch` serving on `hostPort`. The app's environment (with PORT) goes
+ * into a 0600 env file, read by `create` and deleted before the container starts; values an env
+ * file cannot hold (line breaks) are passed by name from the CLI's own environment instead.
+ */
+export function containerCommand(
+  launch: ContainerLaunch,
+  hostPort: number,
+  appEnv: Record<string, string>,
+): SpawnCommand {
+  const port = launch.network === "host" ? hostPort : CONTAINER_PORT;
+  const envFile = join(launch.envDir, `${launch.name}.env`);
+  let byName: Record<string, string>;
+  try {
+    byName = writeEnvFile(envFile, { ...appEnv, PORT: String(port) });
+  } catch (err) {
+    // Fails like a container that exits at once, so the replica's usual crash handling applies.
+    const why = `slipway: the env file of ${launch.name} could not be written: ${(err as Error).message}`;
+    return { file: "sh", args: ["-c", 'echo "$1" >&2; exit 1', "sh", why], env: launch.engine.env };
   }
+  const create = [
+    "create",
+    "--rm",
+    "--init",
+    "--name",
+    launch.name,
+    "--label",
+    `${DEPLOYMENT_LABEL}=${launch.deploymentId}`,
+    "--label",
+    `${REVISION_LABEL}=${launch.revisionId}`,
+    "--label",
+    `${OWNER_LABEL}=${launch.owner}`,
+    "--env-file",
+    envFile,
+    "--stop-timeout",
+    String(launch.stopTimeoutS),
+  ];
+  for (const name of Object.keys(byName)) create.push("-e", name);
+  if (launch.network === "host") create.push("--network", "host");
+  else create.push("-p", `127.0.0.1:${hostPort}:${CONTAINER_PORT}`);
+  if (launch.memoryLimitMb !== undefined) create.push("--memory", `${launch.memoryLimitMb}m`);
+  if (launch.cpus !== undefined) create.push("--cpus", String(launch.cpus));
+  create.push("--", launch.image);
+  return {
+    file: "sh",
+    args: ["-c", CREATE_THEN_START, "sh", envFile, launch.name, launch.engine.name, ...create],
+    env: { ...launch.engine.env, ...byName },
+  };
+}
+
+/** Stops a replica's container (SIGTERM, SIGKILL after its stop timeout) and removes it. */
+export async function stopContainer(launch: ContainerLaunch): Promise<void> {
+  const { engine, name } = launch;
+  await execEngine(engine, ["stop", "--time", String(launch.stopTimeoutS), "--", name], 60_000);
+  await execEngine(engine, ["rm", "--force", "--", name], 60_000);
+}
+
+/** Removes this Slipway's containers of a deployment (teardown, and leftovers of a killed Slipway). */
+export async function removeDeploymentContainers(
+  engine: Engine,
+  owner: string,
+  deploymentId: string,
+): Promise<number> {
+  const listed = await execEngine(engine, [
+    "ps",
+    "--all",
+    "--quiet",
+    "--filter",
+    `label=${DEPLOYMENT_LABEL}=${deploymentId}`,
+    "--filter",
+    `label=${OWNER_LABEL}=${owner}`,
+  ]);
+  const ids = listed.ok ? listed.stdout.split(/\s+/).filter(Boolean) : [];
+  if (ids.length > 0) await execEngine(engine, ["rm", "--force", "--", ...ids], 60_000);
+  return ids.length;
 }

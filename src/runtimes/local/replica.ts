@@ -1,7 +1,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { setTimeout as sleep } from "node:timers/promises";
 import { DeployError } from "../interface.ts";
-import { CONTAINER_PORT, engineEnv, removeContainer, runArgs } from "./container.ts";
+import { type ContainerLaunch, containerCommand, stopContainer } from "./container.ts";
 import { abortError } from "./exec.ts";
 import { type HealthResult, waitHealthy } from "./health.ts";
 import { forEachLine } from "./lines.ts";
@@ -12,14 +12,7 @@ import { killGroup } from "./process-group.ts";
 /** How a replica is started: a shell command in the revision's directory, or a container image. */
 export type Launch =
   | { kind: "process"; command: string; cwd: string; dataLimitBytes?: number }
-  | {
-      kind: "container";
-      engine: string;
-      image: string;
-      name: string;
-      deploymentId: string;
-      memoryLimitMb?: number;
-    };
+  | ({ kind: "container" } & ContainerLaunch);
 
 export interface ReplicaOptions {
   /** "web.1", "web.2", … in log lines. */
@@ -171,17 +164,7 @@ export class Replica {
               launch.command,
             ];
     } else {
-      const appEnv = { ...this.o.env, PORT: String(CONTAINER_PORT) };
-      env = { ...engineEnv(), ...appEnv };
-      file = launch.engine;
-      args = runArgs({
-        name: launch.name,
-        image: launch.image,
-        hostPort: this.port,
-        envNames: Object.keys(appEnv),
-        memoryLimitMb: launch.memoryLimitMb,
-        deploymentId: launch.deploymentId,
-      });
+      ({ file, args, env } = containerCommand(launch, this.port, this.o.env));
     }
     this.exitInfo = undefined;
     this.cleanup = undefined;
@@ -258,7 +241,7 @@ export class Replica {
     const child = this.child;
     if (child === undefined) return;
     const launch = this.o.launch;
-    if (launch.kind === "container") await removeContainer(launch.engine, launch.name);
+    if (launch.kind === "container") await stopContainer(launch);
     if (child.pid !== undefined && child.exitCode === null && child.signalCode === null) {
       this.cleanup ??= killGroup(child.pid, this.o.stopGraceMs);
     }

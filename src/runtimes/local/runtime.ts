@@ -1,4 +1,3 @@
-import { randomBytes } from "node:crypto";
 import { mkdir, rm, stat } from "node:fs/promises";
 import { join } from "node:path";
 import {
@@ -12,7 +11,9 @@ import {
 } from "../interface.ts";
 import { type BuildRecord, readBuildRecord, resolveAppConfig, writeBuildRecord } from "./app-config.ts";
 import { runBuild } from "./build.ts";
-import { pullImage, removeDeploymentContainers, usableEngine } from "./container.ts";
+import { containerLaunches, removeDeploymentContainers } from "./container.ts";
+import { type ContainerNetwork, type EngineChoice, EngineFinder } from "./containers/engine.ts";
+import { fetchImage, imagePresent, imageRecord, noEngineMessage } from "./containers/revision.ts";
 import { withDiskLimit } from "./disk-limit.ts";
 import { baseEnv } from "./env.ts";
 import { abortError } from "./exec.ts";
@@ -49,6 +50,10 @@ export interface LocalRuntimeOptions {
   maxScale?: number;
   /** Source and build disk limits (defaults: 1 GiB, 100k files, 4096 MB). */
   limits?: Partial<LocalLimits>;
+  /** Engine for image revisions (default auto: podman, else docker). */
+  containerEngine?: EngineChoice;
+  /** Network of image revisions (default bridge, the app's port published on loopback). */
+  containerNetwork?: ContainerNetwork;
 }
 
 /** What runs (and is starting, and is draining) for one deployment. */
@@ -86,6 +91,8 @@ export class LocalRuntime implements Runtime {
   private readonly restartBackoffMs: number;
   private readonly maxScale: number;
   private readonly limits: LocalLimits;
+  /** The container engine of image revisions, found on first use. */
+  readonly containers: EngineFinder;
 
   constructor(private readonly o: LocalRuntimeOptions) {
     this.layout = new Layout(o.dataDir);
@@ -95,6 +102,7 @@ export class LocalRuntime implements Runtime {
     this.restartBackoffMs = o.restartBackoffMs ?? 1000;
     this.maxScale = o.maxScale ?? 8;
     this.limits = { ...DEFAULT_LIMITS, ...o.limits };
+    this.containers = new EngineFinder(o.dataDir, o.containerEngine);
   }
 
   /** Opens the apps listener (idempotent); resolves to the bound port. */
@@ -121,6 +129,10 @@ export class LocalRuntime implements Runtime {
     await mkdir(this.layout.homeDir, { recursive: true });
     try {
       if (ctx.signal.aborted) throw abortError(ctx.signal);
+      if (spec.source.kind === "image") {
+        await fetchImage(this.containers, spec.source.imageUri, ctx.signal, log);
+        return {};
+      }
       return await fetchSource(this.layout, spec, appDir, ctx.signal, log, this.limits);
     } catch (err) {
       await rm(revisionDir, { recursive: true, force: true });
@@ -138,8 +150,7 @@ export class LocalRuntime implements Runtime {
       if (ctx.signal.aborted) throw abortError(ctx.signal);
       let record: BuildRecord;
       if (spec.source.kind === "image") {
-        await pullImage(spec.source.imageUri, ctx.signal, log);
-        record = { version: 1, kind: "image", image: spec.source.imageUri, healthcheck: "/", env: {} };
+        record = await imageRecord(this.containers, spec.source.imageUri, log);
       } else {
         await stat(appDir);
         // The config is checked first: a bad one fails in a second, not after a long install.
@@ -172,7 +183,7 @@ export class LocalRuntime implements Runtime {
   async isBuilt(spec: RevisionSpec): Promise<boolean> {
     const record = await readBuildRecord(this.layout.buildRecord(spec.deploymentId, spec.revisionId));
     if (record === undefined) return false;
-    if (record.kind === "image") return true;
+    if (record.kind === "image") return imagePresent(this.containers, record.image);
     try {
       return (await stat(this.layout.appDir(spec.deploymentId, spec.revisionId))).isDirectory();
     } catch {
@@ -207,6 +218,7 @@ export class LocalRuntime implements Runtime {
       const reaped = await ProcessRecord.reap(file, this.stopGraceMs);
       if (reaped > 0)
         this.o.logger.info({ deploymentId: spec.deploymentId, reaped }, "ended leftover app processes");
+      if (spec.source.kind === "image") await this.removeLeftoverContainers(spec.deploymentId);
     }
     for (const other of this.deployments.values()) {
       if (other !== state && other.name === spec.deploymentName && other.active !== undefined) {
@@ -225,7 +237,7 @@ export class LocalRuntime implements Runtime {
 
     if (state.active?.revisionId === spec.revisionId && state.active.allReady) {
       log(`slipway: revision ${spec.revisionId} is already serving at ${url}`);
-      return { url };
+      return this.activation(url, spec);
     }
 
     const record = await readBuildRecord(this.layout.buildRecord(spec.deploymentId, spec.revisionId));
@@ -251,19 +263,25 @@ export class LocalRuntime implements Runtime {
     let env: Record<string, string>;
     let launch: (index: number) => Launch;
     if (built.kind === "image") {
-      const engine = await usableEngine();
-      if (engine === undefined) fail("no container engine is usable on this machine (docker/podman)");
+      const engine = await this.containers.usable();
+      if (engine === undefined) fail(noEngineMessage(this.containers));
       env = { ...built.env, ...spec.env };
-      const tag = randomBytes(3).toString("hex");
-      launch = (index) => ({
-        kind: "container",
+      const container = containerLaunches({
         engine,
         image: built.image,
-        name: `slipway-${spec.revisionId.slice(0, 12)}-${index}-${tag}`,
         deploymentId: spec.deploymentId,
-        memoryLimitMb: memoryMb,
+        revisionId: spec.revisionId,
+        owner: this.containers.owner,
+        network: this.o.containerNetwork ?? "bridge",
+        envDir: this.layout.revisionDir(spec.deploymentId, spec.revisionId),
+        resources,
+        stopGraceMs: this.stopGraceMs,
+        log,
       });
-      log(`slipway: running image ${built.image} with ${engine}`);
+      launch = (index) => ({ kind: "container", ...container(index) });
+      log(
+        `slipway: running ${scale} container${scale === 1 ? "" : "s"} of ${built.ref ?? built.image} with ${engine.name}`,
+      );
     } else {
       env = { ...baseEnv(this.layout), ...built.env, ...spec.env };
       if (memoryMb !== undefined) {
@@ -338,7 +356,14 @@ export class LocalRuntime implements Runtime {
       }
       log(`slipway: revision ${previous.revisionId} stopped`);
     }
-    return { url };
+    return this.activation(url, spec);
+  }
+
+  /** What an activation reports: the URL, and the image_version of an image revision. */
+  private async activation(url: string, spec: RevisionSpec): Promise<Activation> {
+    if (spec.source.kind !== "image") return { url };
+    const record = await readBuildRecord(this.layout.buildRecord(spec.deploymentId, spec.revisionId));
+    return record?.kind === "image" ? { url, imageVersion: record.imageVersion ?? null } : { url };
   }
 
   async teardown(deploymentId: string): Promise<void> {
@@ -360,8 +385,8 @@ export class LocalRuntime implements Runtime {
     }
     const dir = this.layout.deploymentDir(deploymentId);
     await ProcessRecord.reap(this.recordFile(deploymentId), this.stopGraceMs);
-    const engine = await usableEngine();
-    if (engine !== undefined) await removeDeploymentContainers(engine, deploymentId);
+    const engine = await this.containers.usable();
+    if (engine !== undefined) await removeDeploymentContainers(engine, this.containers.owner, deploymentId);
     await rm(dir, { recursive: true, force: true });
   }
 
@@ -394,6 +419,14 @@ export class LocalRuntime implements Runtime {
     await Promise.all([...this.deployments.values()].map((s) => s.queue));
     this.deployments.clear();
     await this.router.close();
+  }
+
+  /** Containers a killed Slipway left running for this deployment (their CLI was reaped above). */
+  private async removeLeftoverContainers(deploymentId: string): Promise<void> {
+    const engine = await this.containers.usable();
+    if (engine === undefined) return;
+    const removed = await removeDeploymentContainers(engine, this.containers.owner, deploymentId);
+    if (removed > 0) this.o.logger.info({ deploymentId, removed }, "removed leftover app containers");
   }
 
   private recordFile(deploymentId: string): string {

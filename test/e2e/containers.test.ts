@@ -1,0 +1,229 @@
+import assert from "node:assert/strict";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, it } from "node:test";
+import { type RunningReconciler, startReconciler } from "../../src/reconciler/start.ts";
+import { waitForRevision } from "../../src/reconciler/wait.ts";
+import { forEachDatabase } from "../helpers/harness.ts";
+import { TestImages, testEngine } from "../runtime/container-images.ts";
+import { Api, appGet, type Deployment, e2eEnv, freePort, gitRoot, loopRequests } from "./stack.ts";
+
+/**
+ * external_docker and internal_docker through the API with the reconciler and real containers:
+ * deploy, switch under a client loop, a missing secret reference, a Slipway restart, delete.
+ */
+const engine = await testEngine();
+const images = engine === undefined ? undefined : new TestImages(engine);
+const skip = images === undefined ? "no container engine or busybox here (CI requires them)" : false;
+const refsDir = mkdtempSync(join(tmpdir(), "slipway-refs-"));
+mkdirSync(join(refsDir, "app-secrets"));
+writeFileSync(join(refsDir, "app-secrets", "greeting"), "hello from a mounted secret");
+const appsPort = await freePort();
+const owners: string[] = [];
+let v1 = "";
+let v2 = "";
+let built: Promise<void> | undefined;
+/** Both database suites share the images; built once, removed after the file. */
+const buildImages = () => {
+  built ??= (async () => {
+    if (images === undefined) return;
+    v1 = await images.build("web", "1", { version: "1", label: "1.0.0" });
+    v2 = await images.build("web", "2", { version: "2", label: "2.0.0" });
+  })();
+  return built;
+};
+after(async () => {
+  await images?.cleanup(owners);
+  rmSync(refsDir, { recursive: true, force: true });
+});
+
+interface ImageDeployment extends Deployment {
+  image_version: string | null;
+}
+
+forEachDatabase(
+  "end to end: external_docker and internal_docker containers",
+  (suite, kind) => {
+    let stack: RunningReconciler | undefined;
+    let api: Api;
+    let dep: ImageDeployment;
+    let url = "";
+    let internalUrl = "";
+    const settle = (rid: string) => waitForRevision(suite.ctx.db, rid, { timeoutMs: 120_000 });
+    const latest = async (id: string) => {
+      const d = await api.deployment(id);
+      assert.ok(d.latest_revision_id);
+      return d.latest_revision_id;
+    };
+    const listed = async (version: string) =>
+      (
+        await api.call<{ resources: { id: string }[] }>(
+          "GET",
+          `/v2/deployments?image_version=${encodeURIComponent(version)}`,
+        )
+      ).resources.map((d) => d.id);
+    const start = async () => {
+      stack = await startReconciler(suite.ctx, suite.ctx.app.log);
+      owners.push(stack.runtime.containers.owner);
+      return stack;
+    };
+
+    before(async () => {
+      await buildImages();
+      api = new Api(suite.ctx);
+      if (images !== undefined) await start();
+    });
+    after(async () => {
+      await stack?.stop();
+    });
+
+    it("external_docker deploys with secrets, secret references and image_version from the label", {
+      skip,
+    }, async () => {
+      dep = await api.call<ImageDeployment>(
+        "POST",
+        "/v2/deployments",
+        {
+          name: `web-${kind}`,
+          source: "external_docker",
+          source_revision_config: { image_uri: v1 },
+          secrets: [{ name: "API_TOKEN", value: "token-value-123" }],
+          secret_references: [{ name: "GREETING", secret_name: "app-secrets", secret_key: "greeting" }],
+        },
+        201,
+      );
+      assert.ok(dep.latest_revision_id);
+      assert.equal(await settle(dep.latest_revision_id), "DEPLOYED");
+      dep = await api.call<ImageDeployment>("GET", `/v2/deployments/${dep.id}`);
+      assert.equal(dep.image_version, "1.0.0");
+      assert.ok(dep.source_config.custom_url);
+      url = dep.source_config.custom_url;
+      assert.deepEqual((await appGet(url)).body, { version: "1" });
+      assert.deepEqual((await appGet(url, "/cgi-bin/greeting")).body, {
+        version: "1",
+        greeting: "hello from a mounted secret",
+      });
+      assert.deepEqual(await listed("1.0.0"), [dep.id]);
+      assert.deepEqual(await listed("2.0.0"), []);
+    });
+
+    it("a new image_uri switches with zero failed requests under a client loop", { skip }, async () => {
+      let done = false;
+      const loop = loopRequests(url, () => done);
+      await api.patch(dep.id, { source_revision_config: { image_uri: v2 } });
+      const rid = await latest(dep.id);
+      assert.equal(await settle(rid), "DEPLOYED");
+      await new Promise((r) => setTimeout(r, 300));
+      done = true;
+      const { versions, failures } = await loop;
+      assert.deepEqual(failures, []);
+      assert.deepEqual(versions, ["1", "2"]);
+      assert.equal(
+        (await api.call<ImageDeployment>("GET", `/v2/deployments/${dep.id}`)).image_version,
+        "2.0.0",
+      );
+      assert.deepEqual(await listed("2.0.0"), [dep.id]);
+      assert.deepEqual(await listed("1.0.0"), []);
+    });
+
+    it("a missing secret reference fails the deploy naming it; a path-like key is refused", {
+      skip,
+    }, async () => {
+      await api.patch(dep.id, {
+        secret_references: [{ name: "MISSING", secret_name: "nope", secret_key: "token" }],
+      });
+      const rid = await latest(dep.id);
+      assert.equal(await settle(rid), "DEPLOY_FAILED");
+      const lines = await api.logs(dep.id, rid, "deploy");
+      assert.ok(
+        lines.some((l) =>
+          l.includes(
+            'secret reference MISSING (secret "nope", key "token") was not found: SLIPWAY_SECRET_REFS_DIR has no nope/token',
+          ),
+        ),
+        lines.join("\n"),
+      );
+      assert.equal((await appGet(url)).body.version, "2", "the active revision kept serving");
+      const refused = await suite.ctx.app.inject({
+        method: "PATCH",
+        url: `/v2/deployments/${dep.id}`,
+        headers: suite.ctx.headers(suite.ctx.keys.admin, { "content-type": "application/json" }),
+        payload: JSON.stringify({
+          secret_references: [{ name: "X", secret_name: "app-secrets", secret_key: ".." }],
+        }),
+      });
+      assert.equal(refused.statusCode, 422);
+      assert.deepEqual(
+        refused.json<{ detail: { loc: string[] }[] }>().detail.map((d) => d.loc.join(".")),
+        ["body.secret_references.0.secret_key"],
+      );
+    });
+
+    it("internal_docker runs an image already in the store, and switches under a client loop", {
+      skip,
+    }, async () => {
+      const internal = await api.call<ImageDeployment>(
+        "POST",
+        "/v2/deployments",
+        { name: `pushed-${kind}`, source: "internal_docker", source_revision_config: { image_uri: v1 } },
+        201,
+      );
+      assert.ok(internal.latest_revision_id);
+      assert.equal(await settle(internal.latest_revision_id), "DEPLOYED");
+      let d = await api.call<ImageDeployment>("GET", `/v2/deployments/${internal.id}`);
+      assert.equal(d.image_version, "1.0.0");
+      assert.ok(d.source_config.custom_url);
+      internalUrl = d.source_config.custom_url;
+      assert.deepEqual((await appGet(internalUrl)).body, { version: "1" });
+
+      let done = false;
+      const loop = loopRequests(internalUrl, () => done);
+      await api.patch(internal.id, { source_revision_config: { image_uri: v2 } });
+      assert.equal(await settle(await latest(internal.id)), "DEPLOYED");
+      await new Promise((r) => setTimeout(r, 300));
+      done = true;
+      const { versions, failures } = await loop;
+      assert.deepEqual(failures, []);
+      assert.deepEqual(versions, ["1", "2"]);
+      d = await api.call<ImageDeployment>("GET", `/v2/deployments/${internal.id}`);
+      assert.equal(d.image_version, "2.0.0");
+    });
+
+    it("a restarted Slipway runs both deployments' active images again", { skip }, async () => {
+      assert.ok(images && stack);
+      const owner = stack.runtime.containers.owner;
+      await stack.stop();
+      stack = undefined;
+      assert.deepEqual(await images.containers(owner), [], "stopping Slipway stops its containers");
+      const again = await start();
+      await again.reconciler.ready;
+      const answer = await appGet(url, "/cgi-bin/greeting");
+      assert.deepEqual(answer.body, { version: "2", greeting: "hello from a mounted secret" });
+      assert.deepEqual((await appGet(internalUrl)).body, { version: "2" });
+    });
+
+    it("deleting the deployments removes every container", { skip }, async () => {
+      assert.ok(images && stack);
+      const owner = stack.runtime.containers.owner;
+      assert.equal((await images.containers(owner)).length, 2);
+      const all = await api.call<{ resources: { id: string }[] }>("GET", "/v2/deployments");
+      for (const d of all.resources) await api.call("DELETE", `/v2/deployments/${d.id}`);
+      const deadline = Date.now() + 60_000;
+      while ((await api.call<{ resources: unknown[] }>("GET", "/v2/deployments")).resources.length > 0) {
+        assert.ok(Date.now() < deadline, "deployments still there");
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      assert.deepEqual(await images.containers(owner), []);
+      assert.notEqual((await appGet(url)).status, 200);
+    });
+  },
+  {
+    env: {
+      ...e2eEnv(gitRoot().root, appsPort),
+      // Containers start slower than processes, more so on a loaded machine.
+      SLIPWAY_HEALTH_TIMEOUT_MS: "60000",
+      SLIPWAY_SECRET_REFS_DIR: refsDir,
+    },
+  },
+);
