@@ -30,7 +30,17 @@ export interface Config {
   github: { appId: string | undefined; privateKey: string | undefined; apiUrl: string };
   oauth: { allowInsecureLoopback: boolean; allowPlainPkce: boolean };
   apps: { port: number; domain: string; databaseUrl: string | undefined; healthTimeoutMs: number };
+  /** How build commands and app processes are confined (README "Sandbox"). */
+  sandbox: { mode: SandboxMode; uidRange: UidRange };
   reconciler: { enabled: boolean; pollMs: number; leaseMs: number };
+}
+
+export type SandboxMode = "auto" | "bwrap" | "none";
+
+/** Host uids (and gids) handed to deployments one each when Slipway runs as root; both ends included. */
+export interface UidRange {
+  first: number;
+  last: number;
 }
 
 export class ConfigError extends Error {}
@@ -55,6 +65,35 @@ function boolVar(env: Env, name: string, fallback: boolean): boolean {
   if (/^(1|true|yes|on)$/i.test(raw)) return true;
   if (/^(0|false|no|off)$/i.test(raw)) return false;
   throw new ConfigError(`${name} must be true or false, got "${raw}".`);
+}
+
+const SANDBOX_MODES: readonly SandboxMode[] = ["auto", "bwrap", "none"];
+
+function sandboxModeVar(env: Env): SandboxMode {
+  const raw = (env.SLIPWAY_SANDBOX || "auto").toLowerCase() as SandboxMode;
+  if (!SANDBOX_MODES.includes(raw)) {
+    throw new ConfigError(
+      `SLIPWAY_SANDBOX must be one of ${SANDBOX_MODES.join(", ")}, got "${env.SLIPWAY_SANDBOX}".`,
+    );
+  }
+  return raw;
+}
+
+/** Highest id usable: 2^32-1 is "no id" to the kernel (chown's -1). */
+const MAX_ID = 4_294_967_294;
+
+function uidRangeVar(env: Env): UidRange {
+  const raw = env.SLIPWAY_APP_UID_RANGE || "200000-265535";
+  const m = /^\s*(\d+)\s*-\s*(\d+)\s*$/.exec(raw);
+  const first = Number(m?.[1]);
+  const last = Number(m?.[2]);
+  // Below 1000 are the system's own users; a deployment must never share one of them.
+  if (!m || first < 1000 || last > MAX_ID || first > last) {
+    throw new ConfigError(
+      `SLIPWAY_APP_UID_RANGE must be "<first>-<last>" with 1000 <= first <= last <= ${MAX_ID}, got "${raw}".`,
+    );
+  }
+  return { first, last };
 }
 
 function masterKeyVar(name: string, raw: string): string {
@@ -163,6 +202,7 @@ export function loadConfig(env: Env = process.env): Config {
       databaseUrl: env.SLIPWAY_APPS_DATABASE_URL || undefined,
       healthTimeoutMs: intVar(env, "SLIPWAY_HEALTH_TIMEOUT_MS", 30_000, 100, 600_000),
     },
+    sandbox: { mode: sandboxModeVar(env), uidRange: uidRangeVar(env) },
     reconciler: {
       enabled: boolVar(env, "SLIPWAY_RECONCILER", true),
       pollMs: intVar(env, "SLIPWAY_RECONCILER_POLL_MS", 2000, 10, 600_000),

@@ -23,6 +23,8 @@ export async function startReconciler(deps: AppDeps, logger: ReconcilerLogger): 
     appsHost: config.host,
     healthTimeoutMs: config.apps.healthTimeoutMs,
     logger,
+    sandbox: config.sandbox.mode,
+    uidRange: config.sandbox.uidRange,
   });
   const appsPort = await runtime.start();
   // A port of 0 means "any": the apps URL must name the one actually bound.

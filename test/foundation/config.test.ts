@@ -17,6 +17,17 @@ describe("config", () => {
     assert.equal(c.apps.domain, "localhost");
     assert.equal(c.oauth.allowInsecureLoopback, false);
     assert.equal(c.publicUrl, "http://127.0.0.1:8080");
+    assert.deepEqual(c.sandbox, { mode: "auto", uidRange: { first: 200000, last: 265535 } });
+  });
+
+  it("reads SLIPWAY_SANDBOX and SLIPWAY_APP_UID_RANGE", () => {
+    const c = loadConfig({ SLIPWAY_SANDBOX: "BWRAP", SLIPWAY_APP_UID_RANGE: " 300000 - 300009 " });
+    assert.deepEqual(c.sandbox, { mode: "bwrap", uidRange: { first: 300000, last: 300009 } });
+    assert.equal(loadConfig({ SLIPWAY_SANDBOX: "none" }).sandbox.mode, "none");
+    assert.deepEqual(loadConfig({ SLIPWAY_APP_UID_RANGE: "5000-5000" }).sandbox.uidRange, {
+      first: 5000,
+      last: 5000,
+    });
   });
 
   it("reads the database target from DATABASE_URL", () => {
@@ -46,6 +57,11 @@ describe("config", () => {
     [{ SLIPWAY_PREVIOUS_MASTER_KEYS: "nope" }, /^SLIPWAY_PREVIOUS_MASTER_KEYS/],
     [{ SLIPWAY_BASE_PATH: "/a b" }, /^SLIPWAY_BASE_PATH/],
     [{ LOG_LEVEL: "loud" }, /^LOG_LEVEL must be one of/],
+    [{ SLIPWAY_SANDBOX: "docker" }, /^SLIPWAY_SANDBOX must be one of auto, bwrap, none/],
+    [{ SLIPWAY_APP_UID_RANGE: "200000" }, /^SLIPWAY_APP_UID_RANGE must be "<first>-<last>"/],
+    [{ SLIPWAY_APP_UID_RANGE: "0-65535" }, /^SLIPWAY_APP_UID_RANGE must be/],
+    [{ SLIPWAY_APP_UID_RANGE: "300000-200000" }, /^SLIPWAY_APP_UID_RANGE must be/],
+    [{ SLIPWAY_APP_UID_RANGE: "200000-4294967295" }, /^SLIPWAY_APP_UID_RANGE must be/],
     [{ SLIPWAY_BOOTSTRAP_API_KEY: "short" }, /^SLIPWAY_BOOTSTRAP_API_KEY/],
     [
       { SLIPWAY_OAUTH_ALLOW_INSECURE_LOOPBACK: "maybe" },
