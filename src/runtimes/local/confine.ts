@@ -1,5 +1,5 @@
 import { execFile } from "node:child_process";
-import { chown, mkdir, writeFile } from "node:fs/promises";
+import { chmod, chown, mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { SandboxMode, UidRange } from "../../config.ts";
 import { BuildError, type RevisionSpec } from "../interface.ts";
@@ -101,12 +101,15 @@ export class Confiner {
     await writeFile(join(etc, "passwd"), files.passwd, { mode: 0o644 });
     await writeFile(join(etc, "group"), files.group, { mode: 0o644 });
     if (identity !== undefined) {
+      // Only the deployment's uid may enter them, even if another uid found the way on the host.
       if (writable) {
         await chownTree(appDir, identity.uid, identity.gid);
+        await chmod(appDir, 0o700);
         await chownTree(home, identity.uid, identity.gid);
       } else {
         await chown(home, identity.uid, identity.gid);
       }
+      await chmod(home, 0o700);
     }
     const c: Confinement = {
       appDir,
