@@ -165,9 +165,9 @@ export function runsAsRoot(): boolean {
   return process.getuid?.() === 0;
 }
 
-function bwrapWorks(args: string[]): Promise<string | undefined> {
+function bwrapWorks(bwrap: string, args: string[]): Promise<string | undefined> {
   return new Promise((resolve) => {
-    execFile("bwrap", args, { timeout: 10_000, env: { PATH: SYSTEM_PATH } }, (err, _out, stderr) => {
+    execFile(bwrap, args, { timeout: 10_000, env: { PATH: SYSTEM_PATH } }, (err, _out, stderr) => {
       if (err === null) return resolve(undefined);
       const detail = String(stderr).trim() || err.message;
       resolve(detail.split("\n")[0]);
@@ -175,8 +175,15 @@ function bwrapWorks(args: string[]): Promise<string | undefined> {
   });
 }
 
-/** Whether bwrap runs a command here the way it will for apps; the reason when it does not. */
-export async function probeBwrap(system: HostSystem, identity?: { uid: number; gid: number }) {
+/**
+ * Whether bwrap runs a command here the way it will for apps; the reason when it does not.
+ * `bwrap` names the program (tests name one that is missing).
+ */
+export async function probeBwrap(
+  system: HostSystem,
+  identity?: { uid: number; gid: number },
+  bwrap = "bwrap",
+): Promise<string | undefined> {
   const dir = await mkdtemp(join(tmpdir(), "slipway-sandbox-probe-"));
   try {
     const ids = identity ?? { uid: process.getuid?.() ?? 0, gid: process.getgid?.() ?? 0 };
@@ -191,7 +198,7 @@ export async function probeBwrap(system: HostSystem, identity?: { uid: number; g
       group: join(dir, "group"),
       identity,
     };
-    return await bwrapWorks(bwrapArgs(system, c, ["true"]));
+    return await bwrapWorks(bwrap, bwrapArgs(system, c, ["true"]));
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
@@ -208,10 +215,11 @@ export interface SandboxChoice {
 export async function chooseSandbox(
   mode: SandboxMode,
   probeIdentity: { uid: number; gid: number } | undefined,
+  bwrap = "bwrap",
 ): Promise<SandboxChoice> {
   if (mode === "none") return { system: undefined, reason: "SLIPWAY_SANDBOX=none" };
   const system = hostSystem();
-  const failure = await probeBwrap(system, probeIdentity);
+  const failure = await probeBwrap(system, probeIdentity, bwrap);
   if (failure === undefined) return { system };
   if (mode === "bwrap") {
     throw new Error(
