@@ -36,9 +36,19 @@ export interface Config {
     /** Where `secret_references` resolve: `<dir>/<secret_name>/<secret_key>` (a mounted Secret's layout). */
     secretRefsDir: string | undefined;
   };
+  /** How build commands and app processes are confined (README "Sandbox"). */
+  sandbox: { mode: SandboxMode; uidRange: UidRange };
   reconciler: { enabled: boolean; pollMs: number; leaseMs: number };
   /** What one revision may take on disk: its unpacked source, and its directory while it builds. */
   limits: { sourceBytes: number; sourceMaxFiles: number; buildDiskBytes: number };
+}
+
+export type SandboxMode = "auto" | "bwrap" | "none";
+
+/** Host uids (and gids) handed to deployments one each when Slipway runs as root; both ends included. */
+export interface UidRange {
+  first: number;
+  last: number;
 }
 
 export class ConfigError extends Error {}
@@ -66,11 +76,29 @@ function boolVar(env: Env, name: string, fallback: boolean): boolean {
 }
 
 function choiceVar<T extends string>(env: Env, name: string, choices: readonly T[]): T {
-  const raw = env[name] || choices[0];
-  const found = choices.find((c) => c === raw);
+  const raw = env[name] || "";
+  const wanted = raw.trim().toLowerCase() || choices[0];
+  const found = choices.find((c) => c === wanted);
   if (found === undefined)
     throw new ConfigError(`${name} must be one of ${choices.join(", ")}, got "${raw}".`);
   return found;
+}
+
+/** Highest id usable: 2^32-1 is "no id" to the kernel (chown's -1). */
+const MAX_ID = 4_294_967_294;
+
+function uidRangeVar(env: Env): UidRange {
+  const raw = env.SLIPWAY_APP_UID_RANGE || "200000-265535";
+  const m = /^\s*(\d+)\s*-\s*(\d+)\s*$/.exec(raw);
+  const first = Number(m?.[1]);
+  const last = Number(m?.[2]);
+  // Below 1000 are the system's own users; a deployment must never share one of them.
+  if (!m || first < 1000 || last > MAX_ID || first > last) {
+    throw new ConfigError(
+      `SLIPWAY_APP_UID_RANGE must be "<first>-<last>" with 1000 <= first <= last <= ${MAX_ID}, got "${raw}".`,
+    );
+  }
+  return { first, last };
 }
 
 function masterKeyVar(name: string, raw: string): string {
@@ -183,6 +211,10 @@ export function loadConfig(env: Env = process.env): Config {
       engine: choiceVar(env, "SLIPWAY_CONTAINER_ENGINE", ["auto", "podman", "docker"] as const),
       network: choiceVar(env, "SLIPWAY_CONTAINER_NETWORK", ["bridge", "host"] as const),
       secretRefsDir: env.SLIPWAY_SECRET_REFS_DIR ? resolve(env.SLIPWAY_SECRET_REFS_DIR) : undefined,
+    },
+    sandbox: {
+      mode: choiceVar(env, "SLIPWAY_SANDBOX", ["auto", "bwrap", "none"] as const),
+      uidRange: uidRangeVar(env),
     },
     reconciler: {
       enabled: boolVar(env, "SLIPWAY_RECONCILER", true),

@@ -80,6 +80,7 @@ export class Reconciler {
   private readonly leaseMs: number;
   private readonly concurrency: number;
   private readonly appDbs: AppDatabases | undefined;
+  private firstOrgId: string | undefined;
   private readonly jobs = new Map<string, Job>();
   private readonly deletions = new Map<string, Promise<void>>();
   private readonly sinks = new Map<string, RevisionLogSink>();
@@ -488,7 +489,23 @@ export class Reconciler {
       buildCommand: textField(work.buildConfig, "build_command"),
       resourceSpec: work.resourceSpec,
       env,
+      trusted: work.organizationId === (await this.firstOrganization()),
     };
+  }
+
+  /**
+   * The install's first (oldest) organization: the only one whose code may run where no sandbox
+   * is usable. Organizations are never deleted, so once known it is kept.
+   */
+  private async firstOrganization(): Promise<string | undefined> {
+    if (this.firstOrgId === undefined) {
+      const [row] = await rows<{ id: string }>(
+        this.orm,
+        sql`SELECT id FROM organizations ORDER BY created_at, id LIMIT 1`,
+      );
+      this.firstOrgId = row?.id;
+    }
+    return this.firstOrgId;
   }
 
   /** Provisions the deployment's database (when configured) and makes a new deployment READY. */

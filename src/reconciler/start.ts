@@ -26,6 +26,8 @@ export async function startReconciler(deps: AppDeps, logger: ReconcilerLogger): 
     containerNetwork: config.containers.network,
     logger,
     limits: config.limits,
+    sandbox: config.sandbox.mode,
+    uidRange: config.sandbox.uidRange,
   });
   const appsPort = await runtime.start();
   // A port of 0 means "any": the apps URL must name the one actually bound.

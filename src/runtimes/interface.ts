@@ -31,6 +31,11 @@ export interface RevisionSpec {
   resourceSpec: Record<string, unknown> | null;
   /** Environment for the app: decrypted secrets, DATABASE_URI when provisioned. Never logged. */
   env: Record<string, string>;
+  /**
+   * Whether the revision belongs to the install's first organization, the only one whose code may
+   * run when no sandbox is usable (README "Sandbox").
+   */
+  trusted: boolean;
 }
 
 export type LogStream = "build" | "deploy";

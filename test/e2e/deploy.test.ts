@@ -102,14 +102,8 @@ forEachDatabase(
     it("a deployment whose processes keep crashing is UNKNOWN, and READY again once they run", async () => {
       const d = await s.api.deployment(s.dep.id);
       assert.ok(d.active_revision_id);
-      const flag = join(
-        suite.ctx.config.dataDir,
-        "apps",
-        s.dep.id,
-        d.active_revision_id,
-        "app",
-        "crash.flag",
-      );
+      // The deployment's HOME (apps/<id>/home), where the app leaves its flag.
+      const flag = join(suite.ctx.config.dataDir, "apps", s.dep.id, "home", "crash.flag");
       await appGet(s.url, "/crash");
       const status = async (want: string) => {
         const deadline = Date.now() + 30_000;

@@ -79,9 +79,10 @@ forEachDatabase(
 
     it("revisions queued behind a build are coalesced: the older waiting one is SKIPPED, the newest deploys", async () => {
       // The first build waits for a gate file, so the later PATCHes surely land while it builds.
-      const gate = join(git.root, `gate-${kind}`);
+      // It is in the deployment's HOME: the only host directory a sandboxed build sees besides /app.
+      const gate = join(suite.ctx.config.dataDir, "apps", s.dep.id, "home", `gate-${kind}`);
       await s.api.patch(s.dep.id, {
-        source_config: { install_command: `while [ ! -f ${gate} ]; do sleep 0.05; done` },
+        source_config: { install_command: `while [ ! -f "$HOME/gate-${kind}" ]; do sleep 0.05; done` },
         source_revision_config: { repo_ref: "main" },
       });
       const building = await latest();

@@ -45,6 +45,9 @@ async function startNode(
     SLIPWAY_RECONCILER_POLL_MS: "200",
     SLIPWAY_HEALTH_TIMEOUT_MS: "5000",
     SLIPWAY_LOCAL_GIT_ROOTS: git.root,
+    // These builds signal the test through host files (gates, one file per build), which a sandbox
+    // hides; the sandbox's own kill -9 and restart behaviour is in test/runtime/sandbox.test.ts.
+    SLIPWAY_SANDBOX: "none",
   });
   const [, url] = await proc.waitFor(/Slipway is serving (\S+)/, 60_000);
   return { proc, api: url ?? "", appsPort, dataDir };

@@ -54,11 +54,13 @@ function serverJs(v: AppVersion): string {
   const status = v.mode === "unhealthy" ? 500 : 200;
   return `const fs = require("node:fs");
 const http = require("node:http");
-// GET /crash leaves a flag that makes every start fail until it is removed.
-if (fs.existsSync("crash.flag")) { console.log("crash flag present: exiting"); process.exit(1); }
+// GET /crash leaves a flag in HOME (the app's tree is read-only) that makes every start fail until
+// it is removed.
+const flag = require("node:path").join(process.env.HOME, "crash.flag");
+if (fs.existsSync(flag)) { console.log("crash flag present: exiting"); process.exit(1); }
 const server = http.createServer((req, res) => {
   if (req.url === "/crash") {
-    fs.writeFileSync("crash.flag", "x");
+    fs.writeFileSync(flag, "x");
     res.end("bye");
     setTimeout(() => process.exit(1), 10);
     return;

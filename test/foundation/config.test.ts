@@ -31,6 +31,17 @@ describe("config", () => {
       SLIPWAY_BUILD_DISK_LIMIT_MB: "5",
     });
     assert.deepEqual(c.limits, { sourceBytes: 2048, sourceMaxFiles: 10, buildDiskBytes: 5 * 1024 * 1024 });
+    assert.deepEqual(c.sandbox, { mode: "auto", uidRange: { first: 200000, last: 265535 } });
+  });
+
+  it("reads SLIPWAY_SANDBOX and SLIPWAY_APP_UID_RANGE", () => {
+    const c = loadConfig({ SLIPWAY_SANDBOX: "BWRAP", SLIPWAY_APP_UID_RANGE: " 300000 - 300009 " });
+    assert.deepEqual(c.sandbox, { mode: "bwrap", uidRange: { first: 300000, last: 300009 } });
+    assert.equal(loadConfig({ SLIPWAY_SANDBOX: "none" }).sandbox.mode, "none");
+    assert.deepEqual(loadConfig({ SLIPWAY_APP_UID_RANGE: "5000-5000" }).sandbox.uidRange, {
+      first: 5000,
+      last: 5000,
+    });
   });
 
   it("reads the database target from DATABASE_URL", () => {
@@ -64,6 +75,11 @@ describe("config", () => {
     [{ SLIPWAY_SOURCE_LIMIT_BYTES: "10" }, /^SLIPWAY_SOURCE_LIMIT_BYTES must be between/],
     [{ SLIPWAY_SOURCE_MAX_FILES: "0" }, /^SLIPWAY_SOURCE_MAX_FILES must be between/],
     [{ SLIPWAY_BUILD_DISK_LIMIT_MB: "-5" }, /^SLIPWAY_BUILD_DISK_LIMIT_MB must be a whole number/],
+    [{ SLIPWAY_SANDBOX: "docker" }, /^SLIPWAY_SANDBOX must be one of auto, bwrap, none/],
+    [{ SLIPWAY_APP_UID_RANGE: "200000" }, /^SLIPWAY_APP_UID_RANGE must be "<first>-<last>"/],
+    [{ SLIPWAY_APP_UID_RANGE: "0-65535" }, /^SLIPWAY_APP_UID_RANGE must be/],
+    [{ SLIPWAY_APP_UID_RANGE: "300000-200000" }, /^SLIPWAY_APP_UID_RANGE must be/],
+    [{ SLIPWAY_APP_UID_RANGE: "200000-4294967295" }, /^SLIPWAY_APP_UID_RANGE must be/],
     [{ SLIPWAY_BOOTSTRAP_API_KEY: "short" }, /^SLIPWAY_BOOTSTRAP_API_KEY/],
     [
       { SLIPWAY_OAUTH_ALLOW_INSECURE_LOOPBACK: "maybe" },

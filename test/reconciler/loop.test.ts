@@ -71,6 +71,20 @@ forEachDatabase("reconciler loop", (suite) => {
     assert.ok(!lines.some((l) => l.includes("s3cr3t-token-value")), "the secret is never stored in logs");
   });
 
+  it("marks revisions of the install's first organization trusted, and no other organization's", async () => {
+    const ctx = suite.ctx;
+    const runtime = new ScriptedRuntime();
+    const mine = await queueRevision(ctx, await insertDeployment(ctx));
+    const other = ctx.other;
+    const theirs = await queueRevision(ctx, await insertDeployment(ctx, { tenant: other }));
+    await withReconciler(ctx, runtime, async () => {
+      assert.equal(await waitForRevision(ctx.db, mine, { timeoutMs: 10_000 }), "DEPLOYED");
+      assert.equal(await waitForRevision(ctx.db, theirs, { timeoutMs: 10_000 }), "DEPLOYED");
+    });
+    assert.equal(runtime.specs.get(mine)?.trusted, true);
+    assert.equal(runtime.specs.get(theirs)?.trusted, false);
+  });
+
   it("maps runtime failures to CREATE_FAILED / BUILD_FAILED / DEPLOY_FAILED; the active revision stays", async () => {
     const ctx = suite.ctx;
     const runtime = new ScriptedRuntime();

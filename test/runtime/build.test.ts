@@ -61,8 +61,8 @@ describe("local runtime: build", () => {
     assert.equal(readFileSync(join(revisionDir, "app", "dist.txt"), "utf8"), "ok");
     const record = JSON.parse(readFileSync(join(revisionDir, "build.json"), "utf8")) as { start: string };
     assert.equal(record.start, "npm start");
-    // npm's cache lives under the data dir, not in the server user's home.
-    assert.equal(existsSync(join(dataDir, "runtime", "npm-cache")), true);
+    // npm's cache lives in the deployment's own HOME, not in the server user's home.
+    assert.equal(existsSync(join(dataDir, "apps", s.deploymentId, "home", ".npm")), true);
   });
 
   it("picks npm ci when a lockfile exists, and no step when there is no package.json", async () => {
@@ -189,7 +189,10 @@ describe("local runtime: build", () => {
       assert.ok(names.includes("PATH"));
       assert.ok(!names.includes("SLIPWAY_TEST_LEAK"));
       assert.ok(!ctx.text("build").includes("server-secret"));
-      assert.ok(ctx.lines.build.includes(`HOME=${join(dataDir, "runtime", "home")}`));
+      // The deployment's own HOME, shown as the app sees it: no host path reaches the log.
+      assert.ok(ctx.lines.build.includes("HOME=/home/app"), ctx.text("build"));
+      assert.ok(ctx.lines.build.includes("npm_config_cache=/home/app/.npm"), ctx.text("build"));
+      assert.ok(!ctx.text("build").includes(dataDir));
     } finally {
       delete process.env.SLIPWAY_TEST_LEAK;
     }

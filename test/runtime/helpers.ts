@@ -35,6 +35,8 @@ export function newRuntime(dataDir: string, opts: Partial<LocalRuntimeOptions> =
     stopGraceMs: 1000,
     drainTimeoutMs: 10_000,
     restartBackoffMs: 100,
+    // These suites look at host paths and pids from inside the app; sandbox.test.ts runs bwrap.
+    sandbox: "none",
     ...opts,
   });
 }
@@ -70,6 +72,7 @@ export function spec(source: SourceLocation, extra: Partial<RevisionSpec> = {}):
     frameworkConfigPath: "app.json",
     resourceSpec: null,
     env: {},
+    trusted: true,
     ...extra,
   };
 }

@@ -3,12 +3,15 @@ import { join } from "node:path";
 import { BuildError } from "../interface.ts";
 import { packageScript, readPackageJson } from "./app-config.ts";
 import { describeExit, run } from "./exec.ts";
+import type { Wrap } from "./sandbox.ts";
 
 export interface BuildOptions {
   appDir: string;
   installCommand?: string;
   buildCommand?: string;
   env: Record<string, string>;
+  /** Confines each command (the sandbox), or starts it as it is in `appDir`. */
+  wrap: Wrap;
   signal: AbortSignal;
   log: (line: string) => void;
 }
@@ -50,15 +53,17 @@ export async function buildSteps(
 
 /**
  * Runs install then build in the source tree. The commands are the user's own shell commands, so
- * they go through `sh -c`, with the clean environment the caller passes (never the server's).
+ * they go through `sh -c`, confined by `wrap`, with the clean environment the caller passes (never
+ * the server's).
  */
 export async function runBuild(o: BuildOptions): Promise<void> {
   const steps = await buildSteps(o.appDir, o.installCommand, o.buildCommand);
   if (steps.length === 0) o.log("No install or build step for this source.");
   for (const step of steps) {
     o.log(`$ ${step.command}`);
-    const result = await run("sh", ["-c", step.command], {
-      cwd: o.appDir,
+    const { file, args, cwd } = o.wrap(["sh", "-c", step.command]);
+    const result = await run(file, args, {
+      cwd,
       env: o.env,
       signal: o.signal,
       onLine: o.log,

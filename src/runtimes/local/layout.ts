@@ -12,7 +12,10 @@ function segment(kind: string, id: string): string {
  * Where the local runtime keeps its files under the data dir:
  *   apps/<deploymentId>/<revisionId>/app/         the revision's source tree, built in place
  *   apps/<deploymentId>/<revisionId>/build.json   the resolved app config, written last by build
- *   runtime/home, runtime/npm-cache               HOME and npm cache of builds and apps
+ *   apps/<deploymentId>/home/                     the deployment's HOME (npm cache in .npm)
+ *   apps/<deploymentId>/uid, etc/                 its sandbox uid and /etc/passwd, /etc/group
+ *   runtime/home                                  HOME of Slipway's own git commands
+ *   runtime/uids/<uid>                            which deployment holds a uid (see uids.ts)
  */
 export class Layout {
   constructor(readonly dataDir: string) {}
@@ -37,11 +40,27 @@ export class Layout {
     return join(this.revisionDir(deploymentId, revisionId), "build.json");
   }
 
+  /** HOME of Slipway's own git commands (never a build's or an app's). */
   get homeDir(): string {
     return join(this.dataDir, "runtime", "home");
   }
 
-  get npmCacheDir(): string {
-    return join(this.dataDir, "runtime", "npm-cache");
+  /** The deployment's own HOME: builds and apps of one deployment share it, nobody else does. */
+  deploymentHome(deploymentId: string): string {
+    return join(this.deploymentDir(deploymentId), "home");
+  }
+
+  /** The uid the deployment runs as (Slipway as root with a sandbox). */
+  uidFile(deploymentId: string): string {
+    return join(this.deploymentDir(deploymentId), "uid");
+  }
+
+  /** The deployment's sandbox /etc/passwd and /etc/group. */
+  etcDir(deploymentId: string): string {
+    return join(this.deploymentDir(deploymentId), "etc");
+  }
+
+  get uidClaimsDir(): string {
+    return join(this.dataDir, "runtime", "uids");
   }
 }

@@ -8,10 +8,14 @@ import { forEachLine } from "./lines.ts";
 import type { ProcessRecord } from "./orphans.ts";
 import { releasePort, takePort } from "./ports.ts";
 import { killGroup } from "./process-group.ts";
+import type { Wrap } from "./sandbox.ts";
 
-/** How a replica is started: a shell command in the revision's directory, or a container image. */
+/**
+ * How a replica is started: a shell command in the revision's directory (confined by `wrap`, the
+ * sandbox), or a container image.
+ */
 export type Launch =
-  | { kind: "process"; command: string; cwd: string; dataLimitBytes?: number }
+  | { kind: "process"; command: string; wrap: Wrap; dataLimitBytes?: number }
   | ({ kind: "container" } & ContainerLaunch);
 
 export interface ReplicaOptions {
@@ -150,19 +154,19 @@ export class Replica {
     let cwd: string | undefined;
     if (launch.kind === "process") {
       env = { ...this.o.env, PORT: String(this.port) };
-      cwd = launch.cwd;
-      file = "sh";
-      args =
+      const argv =
         launch.dataLimitBytes === undefined
-          ? ["-c", launch.command]
+          ? ["sh", "-c", launch.command]
           : // ulimit in a wrapper shell, so the limit binds the user's command and all it starts.
             [
+              "sh",
               "-c",
               'ulimit -d "$1" && exec sh -c "$2"',
               "sh",
               String(Math.ceil(launch.dataLimitBytes / 1024)),
               launch.command,
             ];
+      ({ file, args, cwd } = launch.wrap(argv));
     } else {
       ({ file, args, env } = containerCommand(launch, this.port, this.o.env));
     }
@@ -228,7 +232,7 @@ export class Replica {
     if (this.stopped || abort.signal.aborted) return;
     if (result.ok) {
       this.state = "ready";
-      this.o.log(`slipway: process ${this.o.label} is serving again (pid ${this.pid})`);
+      this.o.log(`slipway: process ${this.o.label} is serving again`);
       return;
     }
     this.exitInfo = result.reason;

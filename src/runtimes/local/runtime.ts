@@ -1,5 +1,6 @@
 import { mkdir, rm, stat } from "node:fs/promises";
 import { join } from "node:path";
+import type { SandboxMode, UidRange } from "../../config.ts";
 import {
   type Activation,
   DeployError,
@@ -11,11 +12,11 @@ import {
 } from "../interface.ts";
 import { type BuildRecord, readBuildRecord, resolveAppConfig, writeBuildRecord } from "./app-config.ts";
 import { runBuild } from "./build.ts";
+import { Confiner, UNSANDBOXED_WARNING } from "./confine.ts";
 import { containerLaunches, removeDeploymentContainers } from "./container.ts";
 import { type ContainerNetwork, type EngineChoice, EngineFinder } from "./containers/engine.ts";
 import { fetchImage, imagePresent, imageRecord, noEngineMessage } from "./containers/revision.ts";
 import { withDiskLimit } from "./disk-limit.ts";
-import { baseEnv } from "./env.ts";
 import { abortError } from "./exec.ts";
 import { RevisionGroup } from "./group.ts";
 import { Layout } from "./layout.ts";
@@ -54,6 +55,10 @@ export interface LocalRuntimeOptions {
   containerEngine?: EngineChoice;
   /** Network of image revisions (default bridge, the app's port published on loopback). */
   containerNetwork?: ContainerNetwork;
+  /** SLIPWAY_SANDBOX: how build commands and app processes are confined (README "Sandbox"). */
+  sandbox: SandboxMode;
+  /** SLIPWAY_APP_UID_RANGE: deployments' own uids when Slipway runs as root (default 200000-265535). */
+  uidRange?: UidRange;
 }
 
 /** What runs (and is starting, and is draining) for one deployment. */
@@ -93,9 +98,13 @@ export class LocalRuntime implements Runtime {
   private readonly limits: LocalLimits;
   /** The container engine of image revisions, found on first use. */
   readonly containers: EngineFinder;
+  /** The sandbox: every build command and app process goes through it. */
+  readonly confiner: Confiner;
+  private warned = false;
 
   constructor(private readonly o: LocalRuntimeOptions) {
     this.layout = new Layout(o.dataDir);
+    this.confiner = new Confiner(this.layout, o.sandbox, o.uidRange ?? { first: 200_000, last: 265_535 });
     this.router = new AppsRouter(o.appsDomain);
     this.stopGraceMs = o.stopGraceMs ?? 5000;
     this.drainTimeoutMs = o.drainTimeoutMs ?? 30_000;
@@ -105,10 +114,27 @@ export class LocalRuntime implements Runtime {
     this.containers = new EngineFinder(o.dataDir, o.containerEngine);
   }
 
-  /** Opens the apps listener (idempotent); resolves to the bound port. */
+  /**
+   * Decides the sandbox (once; SLIPWAY_SANDBOX=bwrap without a working bwrap throws) and opens the
+   * apps listener (idempotent); resolves to the bound port.
+   */
   async start(): Promise<number> {
+    const { system, reason } = await this.confiner.choose();
+    if (system === undefined && !this.warned) {
+      this.warned = true;
+      this.o.logger.warn(
+        { sandbox: this.o.sandbox, reason },
+        "no sandbox: apps run unsandboxed, as Slipway's own user; only the first organization may deploy (README: Sandbox)",
+      );
+    }
     this.boundPort = await this.router.listen(this.o.appsPort, this.o.appsHost);
     return this.boundPort;
+  }
+
+  /** Log lines of the revision, with host paths shown as the app sees them. */
+  private logTo(spec: RevisionSpec, ctx: PhaseContext, stream: "build" | "deploy"): (line: string) => void {
+    const hide = this.confiner.hidePaths(spec.deploymentId, spec.revisionId);
+    return (line) => ctx.log(stream, hide(line));
   }
 
   /** The apps listener's port (the bound one when `appsPort` was 0). */
@@ -121,9 +147,15 @@ export class LocalRuntime implements Runtime {
   }
 
   async prepare(spec: RevisionSpec, ctx: PhaseContext): Promise<PreparedSource> {
-    const log = (line: string) => ctx.log("build", line);
+    const log = this.logTo(spec, ctx, "build");
     const revisionDir = this.layout.revisionDir(spec.deploymentId, spec.revisionId);
     const appDir = this.layout.appDir(spec.deploymentId, spec.revisionId);
+    // Nothing of a revision that may not run here is fetched; activate fails it (DEPLOY_FAILED).
+    const refusal = await this.confiner.refusal(spec);
+    if (refusal !== undefined) {
+      log(`slipway: not fetching the source: ${refusal}`);
+      return {};
+    }
     await rm(revisionDir, { recursive: true, force: true });
     await mkdir(appDir, { recursive: true });
     await mkdir(this.layout.homeDir, { recursive: true });
@@ -143,7 +175,12 @@ export class LocalRuntime implements Runtime {
   }
 
   async build(spec: RevisionSpec, ctx: PhaseContext): Promise<void> {
-    const log = (line: string) => ctx.log("build", line);
+    const log = this.logTo(spec, ctx, "build");
+    const refusal = await this.confiner.refusal(spec);
+    if (refusal !== undefined) {
+      log(`slipway: not building: ${refusal}`);
+      return;
+    }
     const revisionDir = this.layout.revisionDir(spec.deploymentId, spec.revisionId);
     const appDir = this.layout.appDir(spec.deploymentId, spec.revisionId);
     try {
@@ -155,7 +192,8 @@ export class LocalRuntime implements Runtime {
         await stat(appDir);
         // The config is checked first: a bad one fails in a second, not after a long install.
         const config = await resolveAppConfig(appDir, spec.frameworkConfigPath, log);
-        await mkdir(this.layout.npmCacheDir, { recursive: true });
+        const confined = await this.confiner.confine(spec.deploymentId, appDir, true);
+        if (!confined.sandboxed) log(UNSANDBOXED_WARNING);
         const limitBytes = this.limits.buildDiskBytes;
         const exceeded = () => buildDiskExceeded(limitBytes);
         await withDiskLimit({ dir: revisionDir, limitBytes, signal: ctx.signal, exceeded, log }, (signal) =>
@@ -163,7 +201,8 @@ export class LocalRuntime implements Runtime {
             appDir,
             installCommand: spec.installCommand,
             buildCommand: spec.buildCommand,
-            env: baseEnv(this.layout),
+            env: confined.env,
+            wrap: confined.wrap,
             signal,
             log,
           }),
@@ -203,13 +242,15 @@ export class LocalRuntime implements Runtime {
     spec: RevisionSpec,
     ctx: PhaseContext,
   ): Promise<Activation> {
-    const log = (line: string) => ctx.log("deploy", line);
+    const log = this.logTo(spec, ctx, "deploy");
     const fail: (message: string) => never = (message) => {
       log(`error: ${message}`);
       throw new DeployError(message);
     };
     if (ctx.signal.aborted) throw abortError(ctx.signal);
     if (this.closed) throw new Error("the local runtime is closed");
+    const refusal = await this.confiner.refusal(spec);
+    if (refusal !== undefined) fail(refusal);
     const url = this.urlFor(spec.deploymentName);
 
     if (!state.reaped) {
@@ -283,7 +324,10 @@ export class LocalRuntime implements Runtime {
         `slipway: running ${scale} container${scale === 1 ? "" : "s"} of ${built.ref ?? built.image} with ${engine.name}`,
       );
     } else {
-      env = { ...baseEnv(this.layout), ...built.env, ...spec.env };
+      const appDir = this.layout.appDir(spec.deploymentId, spec.revisionId);
+      const confined = await this.confiner.confine(spec.deploymentId, appDir, false);
+      if (!confined.sandboxed) log(UNSANDBOXED_WARNING);
+      env = { ...confined.env, ...built.env, ...spec.env };
       if (memoryMb !== undefined) {
         // Node sizes its heap from the machine, not from rlimits: cap it so it fails with a clear
         // "heap out of memory" before the data limit turns allocations into crashes.
@@ -291,11 +335,10 @@ export class LocalRuntime implements Runtime {
         env.NODE_OPTIONS = [env.NODE_OPTIONS, `--max-old-space-size=${heapMb}`].filter(Boolean).join(" ");
         log(`slipway: memory limit ${memoryMb} MB per process (data segment limit; Node heap ${heapMb} MB)`);
       }
-      const appDir = this.layout.appDir(spec.deploymentId, spec.revisionId);
       launch = () => ({
         kind: "process",
         command: built.start,
-        cwd: appDir,
+        wrap: confined.wrap,
         dataLimitBytes: memoryMb === undefined ? undefined : memoryMb * 1024 * 1024,
       });
       log(`slipway: starting ${scale} process${scale === 1 ? "" : "es"}: ${built.start}`);
@@ -344,8 +387,8 @@ export class LocalRuntime implements Runtime {
     state.active = group;
     this.router.set(spec.deploymentName, group);
     group.supervise();
-    const pids = replicas.map((r) => r.pid).join(", ");
-    log(`slipway: revision ${spec.revisionId} is serving at ${url} (pid ${pids})`);
+    // No pids: tenants see their own (sandboxed) numbering, never the host's.
+    log(`slipway: revision ${spec.revisionId} is serving at ${url}`);
     if (previous !== undefined && previous !== group) {
       log(`slipway: draining revision ${previous.revisionId}`);
       state.retiring.add(previous);
@@ -387,6 +430,7 @@ export class LocalRuntime implements Runtime {
     await ProcessRecord.reap(this.recordFile(deploymentId), this.stopGraceMs);
     const engine = await this.containers.usable();
     if (engine !== undefined) await removeDeploymentContainers(engine, this.containers.owner, deploymentId);
+    await this.confiner.release(deploymentId);
     await rm(dir, { recursive: true, force: true });
   }
 

@@ -1,5 +1,5 @@
 import { cp, readdir, rename, rm, stat } from "node:fs/promises";
-import { join } from "node:path";
+import { basename, join } from "node:path";
 import { type PreparedSource, type RevisionSpec, SourceError } from "../interface.ts";
 import { gitEnv } from "./env.ts";
 import { cloneAt } from "./git.ts";
@@ -69,7 +69,8 @@ export async function fetchSource(
       return {};
     }
     case "directory": {
-      log(`Copying ${source.path}`);
+      // The folder's name only: tenants see no host path.
+      log(`Copying ${basename(source.path)}`);
       let isDir = false;
       try {
         isDir = (await stat(source.path)).isDirectory();
