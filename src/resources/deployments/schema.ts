@@ -1,5 +1,5 @@
 import { type Static, type TSchema, Type } from "@sinclair/typebox";
-import { DateTime, Nullable, Uuid } from "../../http/schemas.ts";
+import { Count as CountInt, DateTime, Nullable, QueryLimit, QueryOffset, Uuid } from "../../http/schemas.ts";
 import { DEPLOYMENT_STATUSES } from "../revisions/states.ts";
 
 /** A string enum as one JSON Schema `enum` (one clear 422 item instead of a branch per value). */
@@ -48,7 +48,7 @@ export const DeploymentTypeEnum = StringEnum(DEPLOYMENT_TYPES);
 export const DeploymentStatusEnum = StringEnum(DEPLOYMENT_STATUSES);
 
 const Cpu = Type.Number({ minimum: 0 });
-const Count = Type.Integer({ minimum: 0 });
+const Count = CountInt();
 
 const VolumeMount = Type.Object(
   {
@@ -300,8 +300,8 @@ export const PatchDeploymentBody = Type.Object(
 export type PatchDeploymentBody = Static<typeof PatchDeploymentBody>;
 
 export const ListDeploymentsQuery = Type.Object({
-  limit: Type.Integer({ minimum: 1, maximum: 100, default: 20 }),
-  offset: Type.Integer({ minimum: 0, default: 0 }),
+  limit: QueryLimit(100, 20),
+  offset: QueryOffset(),
   name_contains: Type.Optional(Type.String({ maxLength: 63 })),
   status: Type.Optional(Type.String({ description: "Comma-separated deployment statuses." })),
   remote_reconciled: Type.Optional(Type.Boolean()),
