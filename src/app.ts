@@ -7,7 +7,8 @@ import { registerErrorHandling } from "./http/errors.ts";
 import { requestLogFields } from "./http/log-redaction.ts";
 import { registerMetrics } from "./http/metrics.ts";
 import { registerDocsUi, registerOpenApi } from "./http/openapi.ts";
-import { registerRateLimit } from "./http/rate-limit.ts";
+import { registerAuthFailureLimit, registerRateLimit } from "./http/rate-limit.ts";
+import { registerMinimumBodyRate, serverTimeoutOptions } from "./http/slow-clients.ts";
 import type { App } from "./http/types.ts";
 import { registerValidation } from "./http/validation.ts";
 import { routes } from "./routes.ts";
@@ -53,6 +54,7 @@ export async function buildApp(deps: AppDeps, opts: BuildOptions = {}): Promise<
     ajv: { customOptions: { allErrors: true } },
     routerOptions: { ignoreTrailingSlash: true },
     forceCloseConnections: "idle",
+    ...serverTimeoutOptions(config.timeouts),
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   app.decorate("deps", deps);
@@ -69,6 +71,9 @@ export async function buildApp(deps: AppDeps, opts: BuildOptions = {}): Promise<
   });
   registerValidation(app);
   registerErrorHandling(app);
+  registerMinimumBodyRate(app, config.timeouts);
+  // Before auth: an address over its failed-authentication limit costs no key lookup.
+  registerAuthFailureLimit(app, config.authFailLimitPerMinute);
   await registerAuth(app, deps.db);
   // After auth: the limit counts per API key.
   registerRateLimit(app, config.rateLimitPerMinute);

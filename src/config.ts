@@ -25,6 +25,10 @@ export interface Config {
   bodyLimitBytes: number;
   /** Requests a minute per API key; 0 turns the limit off. */
   rateLimitPerMinute: number;
+  /** Failed authentications (401) a minute per client address before 429; 0 turns it off. */
+  authFailLimitPerMinute: number;
+  /** How slow a client may be: all headers within `headersMs`, the whole request within `requestMs`, and a body at `minBodyBytesPerSecond` or faster once `bodyGraceMs` have passed (0: no rate). */
+  timeouts: { headersMs: number; requestMs: number; minBodyBytesPerSecond: number; bodyGraceMs: number };
   uploadLimitBytes: number;
   localGitRoots: string[];
   github: { appId: string | undefined; privateKey: string | undefined; apiUrl: string };
@@ -135,6 +139,23 @@ function basePathVar(raw: string | undefined): string {
   return trimmed;
 }
 
+function timeoutVars(env: Env): Config["timeouts"] {
+  const headersMs = intVar(env, "SLIPWAY_HEADERS_TIMEOUT_MS", 10_000, 100, 600_000);
+  const requestMs = intVar(env, "SLIPWAY_REQUEST_TIMEOUT_MS", 300_000, 100, 3_600_000);
+  // Node refuses a headers timeout longer than the whole request's.
+  if (headersMs > requestMs) {
+    throw new ConfigError(
+      `SLIPWAY_HEADERS_TIMEOUT_MS (${headersMs}) must not exceed SLIPWAY_REQUEST_TIMEOUT_MS (${requestMs}).`,
+    );
+  }
+  return {
+    headersMs,
+    requestMs,
+    minBodyBytesPerSecond: intVar(env, "SLIPWAY_MIN_BODY_BYTES_PER_SECOND", 1024, 0, 1_000_000_000),
+    bodyGraceMs: intVar(env, "SLIPWAY_BODY_GRACE_MS", 10_000, 100, 600_000),
+  };
+}
+
 /** Parses the whole configuration once; any bad variable stops start-up with a sentence naming it. */
 export function loadConfig(env: Env = process.env): Config {
   const dataDir = resolve(env.SLIPWAY_DATA_DIR || "./.slipway");
@@ -181,6 +202,8 @@ export function loadConfig(env: Env = process.env): Config {
     publicUrl,
     bodyLimitBytes: intVar(env, "SLIPWAY_BODY_LIMIT_BYTES", 1024 * 1024, 1024, 64 * 1024 * 1024),
     rateLimitPerMinute: intVar(env, "SLIPWAY_RATE_LIMIT_PER_MINUTE", 6000, 0, 100_000_000),
+    authFailLimitPerMinute: intVar(env, "SLIPWAY_AUTH_FAIL_LIMIT_PER_MINUTE", 30, 0, 100_000_000),
+    timeouts: timeoutVars(env),
     uploadLimitBytes: intVar(
       env,
       "SLIPWAY_UPLOAD_LIMIT_BYTES",

@@ -7,8 +7,16 @@ const ERRORS: Record<string, string> = {
   "401": "Missing, unknown or revoked API key.",
   "403": "The key's role, workspace binding or X-Tenant-Id does not allow this.",
   "404": "Not found (also for another tenant's resources).",
-  "422": "The request does not satisfy the schema or a field rule; `detail` lists each field.",
-  "429": "Too many requests for this API key; retry after Retry-After seconds.",
+  "408":
+    "The headers or the body did not arrive in time (SLIPWAY_HEADERS_TIMEOUT_MS, " +
+    "SLIPWAY_REQUEST_TIMEOUT_MS); the connection is closed.",
+  "422":
+    "The request does not satisfy the schema or a field rule; `detail` lists each field. Also: a NUL " +
+    "byte or invalid Unicode in any string, JSON nested over 32 levels, numbers beyond ±2^53, numeric " +
+    "query parameters not in plain decimal digits or beyond their range, array-form parameters (`limit[]`).",
+  "429":
+    "Too many requests for this API key, or too many failed authentications (401) from this client " +
+    "address; retry after Retry-After seconds.",
   "500": "A fault on the server; the body never carries internals.",
 };
 const BODY_ERRORS: Record<string, string> = {

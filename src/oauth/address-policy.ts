@@ -90,3 +90,16 @@ export function isLoopbackHostname(hostname: string): boolean {
   if (host === "localhost" || host.endsWith(".localhost")) return true;
   return isLoopbackAddress(host);
 }
+
+/**
+ * Why a host may not be used, given every address it resolves to (an IP literal is its own only
+ * address), or null. One refused address refuses the host: the connection could go to any.
+ */
+export function hostAddressProblem(host: string, addresses: string[], allowLoopback: boolean): string | null {
+  for (const address of addresses) {
+    const reason = refusedAddressReason(address, allowLoopback);
+    if (reason === null) continue;
+    return isIP(host) !== 0 ? `${host} is ${reason}` : `${host} resolves to ${reason} (${address})`;
+  }
+  return null;
+}

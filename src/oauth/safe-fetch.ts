@@ -2,7 +2,7 @@ import { lookup } from "node:dns/promises";
 import { request as httpRequest, type IncomingMessage, type RequestOptions } from "node:http";
 import { request as httpsRequest } from "node:https";
 import { isIP, type LookupFunction } from "node:net";
-import { isLoopbackAddress, isLoopbackHostname, refusedAddressReason } from "./address-policy.ts";
+import { hostAddressProblem, isLoopbackAddress, isLoopbackHostname } from "./address-policy.ts";
 
 /** The fetch was refused before any connection: the URL or an address it resolves to is not allowed. */
 export class FetchRefused extends Error {
@@ -75,13 +75,13 @@ async function checkedTarget(url: URL, allowLoopback: boolean): Promise<Target> 
     }
   }
   if (found.length === 0) throw new FetchFailed(shown, `the host name ${host} does not resolve`);
+  const refused = hostAddressProblem(
+    host,
+    found.map((a) => a.address),
+    allowLoopback,
+  );
+  if (refused !== null) throw new FetchRefused(shown, refused);
   for (const a of found) {
-    const reason = refusedAddressReason(a.address, allowLoopback);
-    if (reason !== null) {
-      const where =
-        isIP(host) !== 0 ? `${host} is ${reason}` : `${host} resolves to ${reason} (${a.address})`;
-      throw new FetchRefused(shown, where);
-    }
     if (url.protocol === "http:" && !isLoopbackAddress(a.address)) {
       throw new FetchRefused(shown, "only https is allowed for hosts that are not loopback");
     }

@@ -56,6 +56,8 @@ export function testConfig(env: Record<string, string> = {}): Config {
     SLIPWAY_RECONCILER: "false",
     // Suites fire thousands of requests with one key; the limit has its own test.
     SLIPWAY_RATE_LIMIT_PER_MINUTE: "0",
+    // Auth-matrix suites send hundreds of 401s from one address; the limiter has its own suite.
+    SLIPWAY_AUTH_FAIL_LIMIT_PER_MINUTE: "0",
     ...env,
   });
 }

@@ -1,7 +1,7 @@
 // Over 300 lines on purpose: the deployments contract (request and response shapes, ResourceSpec and
 // its Kubernetes helper shapes) in one file, the single source of validation and of /openapi.json.
 import { type Static, type TSchema, Type } from "@sinclair/typebox";
-import { DateTime, Nullable, Uuid } from "../../http/schemas.ts";
+import { Count as CountInt, DateTime, Nullable, QueryLimit, QueryOffset, Uuid } from "../../http/schemas.ts";
 import { DEPLOYMENT_STATUSES } from "../revisions/states.ts";
 
 /** A string enum as one JSON Schema `enum` (one clear 422 item instead of a branch per value). */
@@ -50,7 +50,7 @@ export const DeploymentTypeEnum = StringEnum(DEPLOYMENT_TYPES);
 export const DeploymentStatusEnum = StringEnum(DEPLOYMENT_STATUSES);
 
 const Cpu = Type.Number({ minimum: 0 });
-const Count = Type.Integer({ minimum: 0 });
+const Count = CountInt();
 
 const VolumeMount = Type.Object(
   {
@@ -322,8 +322,8 @@ export const PatchDeploymentBody = Type.Object(
 export type PatchDeploymentBody = Static<typeof PatchDeploymentBody>;
 
 export const ListDeploymentsQuery = Type.Object({
-  limit: Type.Integer({ minimum: 1, maximum: 100, default: 20 }),
-  offset: Type.Integer({ minimum: 0, default: 0 }),
+  limit: QueryLimit(100, 20),
+  offset: QueryOffset(),
   name: Type.Optional(
     Type.String({ maxLength: 63, description: "Exact name: at most one deployment matches." }),
   ),

@@ -26,6 +26,7 @@ export const CreateIntegrationBody = Type.Object({
   installation_id: Type.Optional(
     Type.Integer({
       minimum: 1,
+      maximum: Number.MAX_SAFE_INTEGER,
       description: "github: the id of an installation of the server's GitHub App.",
     }),
   ),

@@ -3,6 +3,7 @@ import { badGateway, conflict, invalid } from "../../http/errors.ts";
 import { DiscoveryFailed, discoverAndRegister } from "../../oauth/mcp-discovery.ts";
 import { FetchFailed, FetchRefused } from "../../oauth/safe-fetch.ts";
 import { urlProblem } from "../../oauth/url-policy.ts";
+import { resolvedUrlProblems } from "../oauth-providers/rules.ts";
 import type { McpDiscoverBody, OAuthProvider } from "../oauth-providers/schema.ts";
 import { insertProvider, providerExists } from "../oauth-providers/service.ts";
 import { callbackUrl, type FlowEnv } from "./env.ts";
@@ -41,6 +42,15 @@ export async function mcpDiscover(
       throw invalid(["body", "mcp_server_url"], err.message, "discovery_failed");
     if (err instanceof FetchFailed) throw badGateway(err.message);
     throw err;
+  }
+  // The discovered endpoints pass the rules a provider created by hand does, when they are stored.
+  const refused = await resolvedUrlProblems(
+    { auth_url: registered.authUrl, token_url: registered.tokenUrl },
+    env.config,
+  );
+  if (refused.length > 0) {
+    const why = refused.map((r) => `the discovered ${r.loc[1]} ${r.msg.replace(/^URL /, "")}`).join("; ");
+    throw invalid(["body", "mcp_server_url"], why, "url_refused");
   }
   return insertProvider(exec, env.keyring, organizationId, {
     providerId: body.provider_id,

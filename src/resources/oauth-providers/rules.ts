@@ -1,7 +1,7 @@
 import type { Config } from "../../config.ts";
 import type { CodeChallengeMethod, TokenEndpointAuthMethod } from "../../db/schema/oauth.ts";
 import type { ValidationItem } from "../../http/errors.ts";
-import { urlProblem } from "../../oauth/url-policy.ts";
+import { storedUrlProblem, urlProblem } from "../../oauth/url-policy.ts";
 
 /** A provider's settings as they will be stored, with which fields the request gave explicitly. */
 export interface ProviderSettings {
@@ -51,4 +51,22 @@ export function settingsProblems(s: ProviderSettings, config: Config): Validatio
     );
   }
   return items;
+}
+
+/**
+ * The store-time check of host names: each URL given whose literal form passes urlProblem (that
+ * one is reported by settingsProblems) is refused when its name resolves to an address the fetch
+ * would refuse. Run outside transactions: it waits for DNS.
+ */
+export async function resolvedUrlProblems(
+  urls: Record<string, string | null | undefined>,
+  config: Config,
+): Promise<ValidationItem[]> {
+  const allowLoopback = config.oauth.allowInsecureLoopback;
+  const checks = Object.entries(urls).map(async ([field, value]): Promise<ValidationItem[]> => {
+    if (value === null || value === undefined || urlProblem(value, allowLoopback) !== null) return [];
+    const problem = await storedUrlProblem(value, allowLoopback);
+    return problem === null ? [] : [{ loc: ["body", field], msg: `URL ${problem}.`, type: "url_error" }];
+  });
+  return (await Promise.all(checks)).flat();
 }

@@ -12,7 +12,7 @@ import {
 } from "../../db/schema/oauth.ts";
 import { conflict, notFound, ValidationFailed } from "../../http/errors.ts";
 import { iso } from "../../http/schemas.ts";
-import { settingsProblems } from "./rules.ts";
+import { resolvedUrlProblems, settingsProblems } from "./rules.ts";
 import type { CreateProviderBody, OAuthProvider, PatchProviderBody } from "./schema.ts";
 
 export type ProviderRow = typeof oauthProviders.$inferSelect;
@@ -165,6 +165,12 @@ export async function createProvider(
     },
     env.config,
   );
+  problems.push(
+    ...(await resolvedUrlProblems(
+      { auth_url: body.auth_url, token_url: body.token_url, mcp_server_url: body.mcp_server_url },
+      env.config,
+    )),
+  );
   if (problems.length > 0) throw new ValidationFailed(problems);
   return insertProvider(exec, env.keyring, organizationId, {
     providerId: body.provider_id,
@@ -199,6 +205,10 @@ export async function patchProvider(
   slug: string,
   body: PatchProviderBody,
 ): Promise<OAuthProvider> {
+  const resolved = await resolvedUrlProblems(
+    { auth_url: body.auth_url, token_url: body.token_url },
+    env.config,
+  );
   return exec.transaction(async (tx) => {
     const [row] = await tx
       .select()
@@ -227,6 +237,7 @@ export async function patchProvider(
       },
       env.config,
     );
+    problems.push(...resolved);
     if (problems.length > 0) throw new ValidationFailed(problems);
     const [updated] = await tx
       .update(oauthProviders)

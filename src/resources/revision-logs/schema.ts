@@ -1,5 +1,5 @@
 import { type Static, Type } from "@sinclair/typebox";
-import { DateTime, Nullable, Uuid } from "../../http/schemas.ts";
+import { DateTime, Nullable, QueryLimit, QueryOffset, Uuid } from "../../http/schemas.ts";
 import type { LogStream } from "../../runtimes/interface.ts";
 import { LOG_LEVELS, type LogLevel } from "./levels.ts";
 
@@ -21,8 +21,8 @@ export const MAX_LOG_PAGE = 5000;
 
 export const LogsQuery = Type.Object({
   type: Type.Optional(Stream),
-  limit: Type.Integer({ minimum: 1, maximum: MAX_LOG_PAGE, default: 1000 }),
-  offset: Type.Integer({ minimum: 0, default: 0 }),
+  limit: QueryLimit(MAX_LOG_PAGE, 1000),
+  offset: QueryOffset(),
   since: Type.Optional(DateTime),
 });
 export type LogsQuery = Static<typeof LogsQuery>;

@@ -1,5 +1,5 @@
 import { type Static, Type } from "@sinclair/typebox";
-import { DateTime, Uuid } from "../../http/schemas.ts";
+import { DateTime, QueryLimit, QueryOffset, Uuid } from "../../http/schemas.ts";
 import { OrNull, SourceEnum, SourceRevisionConfig, StringEnum } from "../deployments/schema.ts";
 import { REVISION_STATUSES } from "./states.ts";
 
@@ -37,8 +37,8 @@ export const RevisionList = Type.Object({
 export type RevisionList = Static<typeof RevisionList>;
 
 export const ListRevisionsQuery = Type.Object({
-  limit: Type.Integer({ minimum: 1, maximum: 100, default: 20 }),
-  offset: Type.Integer({ minimum: 0, default: 0 }),
+  limit: QueryLimit(100, 20),
+  offset: QueryOffset(),
   status: Type.Optional(Type.String({ description: "Comma-separated revision statuses." })),
   remote_reconciled: Type.Optional(
     Type.Boolean({

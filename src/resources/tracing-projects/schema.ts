@@ -1,5 +1,5 @@
 import { type Static, Type } from "@sinclair/typebox";
-import { DateTime, Nullable, Uuid } from "../../http/schemas.ts";
+import { DateTime, Nullable, QueryLimit, QueryOffset, Uuid } from "../../http/schemas.ts";
 
 export const TracingProject = Type.Object({
   id: Uuid,
@@ -12,8 +12,8 @@ export type TracingProject = Static<typeof TracingProject>;
 
 export const ListTracingProjectsQuery = Type.Object({
   name: Type.Optional(Type.String({ minLength: 1, maxLength: 255, description: "Exact name." })),
-  limit: Type.Integer({ minimum: 1, maximum: 100, default: 100 }),
-  offset: Type.Integer({ minimum: 0, default: 0 }),
+  limit: QueryLimit(100, 100),
+  offset: QueryOffset(),
 });
 export type ListTracingProjectsQuery = Static<typeof ListTracingProjectsQuery>;
 
