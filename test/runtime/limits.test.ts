@@ -38,7 +38,12 @@ async function prepareTarball(archive: Buffer, limits: Partial<LocalLimits>) {
 /** Whether the revision's directory is gone and no file is left under the deployment's. */
 function nothingLeft(dataDir: string, s: { deploymentId: string; revisionId: string }): boolean {
   const dep = join(dataDir, "apps", s.deploymentId);
-  return !existsSync(join(dep, s.revisionId)) && (!existsSync(dep) || readdirSync(dep).length === 0);
+  // The deployment's own HOME (npm cache) and uid claim outlive a failed revision: they are not its files.
+  const perDeployment = new Set(["home", "uid"]);
+  return (
+    !existsSync(join(dep, s.revisionId)) &&
+    (!existsSync(dep) || readdirSync(dep).every((name) => perDeployment.has(name)))
+  );
 }
 
 describe("local runtime: source and build disk limits", () => {
