@@ -1,9 +1,10 @@
 import assert from "node:assert/strict";
-import { existsSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
 import { DeployError, type RevisionSpec } from "../../src/runtimes/interface.ts";
+import { cgroupSupport } from "../../src/runtimes/local/cgroup.ts";
 import type { LocalRuntime } from "../../src/runtimes/local/runtime.ts";
 import {
   alive,
@@ -237,6 +238,22 @@ describe("local runtime: activate", () => {
     );
     assert.equal(body.nodeOptions, "--max-old-space-size=192");
     assert.match(ctx.text("deploy"), /memory limit 256 MB per process/);
+    const support = await cgroupSupport();
+    if (support !== undefined) {
+      // Where the memory controller is writable the kernel enforces the limit on the whole process.
+      const line = String(body.cgroups)
+        .split("\n")
+        .find((l) =>
+          support.version === 1 ? /:memory[:,]/.test(l) || /,memory:/.test(l) : l.startsWith("0::"),
+        );
+      const group = line?.split(":").slice(2).join(":") ?? "";
+      assert.match(group, /slipway-app-[0-9a-f]{12}$/, String(body.cgroups));
+      const dir = join(support.parent, group.slice(group.lastIndexOf("/") + 1));
+      const limitFile = support.version === 1 ? "memory.limit_in_bytes" : "memory.max";
+      assert.equal(readFileSync(join(dir, limitFile), "utf8").trim(), String(256 * 1024 * 1024));
+      await rt.teardown(s.deploymentId);
+      assert.equal(existsSync(dir), false, "the group is removed with the app");
+    }
   });
 
   it("activating a revision that was never built is a DeployError", async () => {

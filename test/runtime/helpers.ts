@@ -103,6 +103,7 @@ const server = http.createServer((req, res) => {
     forwardedHost: req.headers["x-forwarded-host"],
     nodeOptions: process.env.NODE_OPTIONS,
     dataLimit: fs.readFileSync("/proc/self/limits", "utf8").split("\\n").find((l) => l.startsWith("Max data size")),
+    cgroups: fs.readFileSync("/proc/self/cgroup", "utf8"),
     envNames: Object.keys(process.env).sort(),
   });
   res.setHeader("content-type", "application/json");

@@ -1,6 +1,8 @@
 import { type ChildProcess, spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 import { DeployError } from "../interface.ts";
+import { createMemoryCgroup, type MemoryCgroup } from "./cgroup.ts";
 import { type ContainerLaunch, containerCommand, stopContainer } from "./container.ts";
 import { abortError } from "./exec.ts";
 import { type HealthResult, waitHealthy } from "./health.ts";
@@ -49,6 +51,8 @@ export class Replica {
   private child: ChildProcess | undefined;
   private exitInfo: string | undefined;
   private closed: Promise<void> = Promise.resolve();
+  /** The replica's memory cgroup (process launches with a limit, where the kernel lets us). */
+  private cgroup: Promise<MemoryCgroup | undefined> | undefined;
   private cleanup: Promise<void> | undefined;
   private startedAt = 0;
   private crashes = 0;
@@ -124,11 +128,22 @@ export class Replica {
     clearTimeout(this.restartTimer);
     this.restartAbort?.abort();
     await this.end();
+    const cgroup = await this.cgroup;
+    this.cgroup = undefined;
+    await cgroup?.remove().catch(() => undefined);
   }
 
   private async launch(signal: AbortSignal): Promise<HealthResult> {
     if (this.stopped) return { ok: false, reason: "was stopped" };
     this.state = "starting";
+    const { launch } = this.o;
+    if (launch.kind === "process" && launch.dataLimitBytes !== undefined && this.cgroup === undefined) {
+      // One group per replica, kept across its restarts; undefined where cgroups are not writable.
+      this.cgroup = createMemoryCgroup(`app-${randomBytes(6).toString("hex")}`, launch.dataLimitBytes).catch(
+        () => undefined,
+      );
+    }
+    const cgroup = await this.cgroup;
     const port = await takePort();
     // Stopped while a port was found: spawning now would leave a process nobody ends.
     if (this.stopped || signal.aborted) {
@@ -136,7 +151,7 @@ export class Replica {
       return { ok: false, reason: "was stopped" };
     }
     this.port = port;
-    this.spawnChild();
+    this.spawnChild(cgroup);
     return waitHealthy({
       port: this.port,
       path: this.o.healthPath,
@@ -146,7 +161,7 @@ export class Replica {
     });
   }
 
-  private spawnChild(): void {
+  private spawnChild(cgroup: MemoryCgroup | undefined): void {
     const { launch } = this.o;
     let file: string;
     let args: string[];
@@ -167,6 +182,12 @@ export class Replica {
               launch.command,
             ];
       ({ file, args, cwd } = launch.wrap(argv));
+      if (cgroup !== undefined) {
+        // Joined by a host-side shell that then becomes the sandbox: the limit binds from the first
+        // instruction, and the recorded pid stays the group leader's.
+        args = ["-c", 'echo $$ > "$1" && shift && exec "$@"', "sh", cgroup.procsPath, file, ...args];
+        file = "sh";
+      }
     } else {
       ({ file, args, env } = containerCommand(launch, this.port, this.o.env));
     }
