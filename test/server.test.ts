@@ -5,12 +5,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
 import { sql } from "drizzle-orm";
-import { Keyring } from "../../src/crypto/envelope.ts";
-import { keyFilePath } from "../../src/crypto/master-key.ts";
-import { encryptionContext } from "../../src/crypto/registry.ts";
-import { openDatabase, rows } from "../../src/db/client.ts";
-import { createTestDatabase, DB_KINDS } from "../helpers/databases.ts";
-import { runSlipway } from "../helpers/process.ts";
+import { Keyring } from "../src/crypto/envelope.ts";
+import { keyFilePath } from "../src/crypto/master-key.ts";
+import { encryptionContext } from "../src/crypto/registry.ts";
+import { openDatabase, rows } from "../src/db/client.ts";
+import { createTestDatabase, DB_KINDS } from "./helpers/databases.ts";
+import { runSlipway } from "./helpers/process.ts";
 
 const SERVING = /Slipway is serving (http:\/\/\S+) on/;
 

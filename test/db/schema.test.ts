@@ -55,7 +55,8 @@ function drizzleDefault(table: string, column: PgColumn): string | null {
 }
 
 function drizzleTables(): PgTable[] {
-  return Object.values(schema).filter((value): value is PgTable => is(value, PgTable));
+  const values: unknown[] = Object.values(schema);
+  return values.filter((value): value is PgTable => is(value, PgTable));
 }
 
 function drizzleShapes(): { columns: Record<string, TableShape>; primaryKeys: Record<string, string[]> } {

@@ -5,8 +5,8 @@ import { join } from "node:path";
 import { after, it } from "node:test";
 import * as tar from "tar";
 import { type RunningReconciler, startReconciler } from "../../src/reconciler/start.ts";
-import { waitForRevision } from "../../src/reconciler/wait.ts";
 import { forEachDatabase } from "../helpers/harness.ts";
+import { waitForRevision } from "../helpers/wait.ts";
 import {
   AppRepo,
   appGet,

@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Ajv from "ajv";
 import addFormats from "ajv-formats";
-import type { TestContext } from "../helpers/harness.ts";
+import type { TestContext } from "./harness.ts";
 
 /**
  * The interface's records (spec/interface.md), written out by hand from its tables rather than

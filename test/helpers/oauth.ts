@@ -1,6 +1,6 @@
 import { insertApiKey } from "../../src/resources/api-keys/service.ts";
-import type { TestContext } from "../helpers/harness.ts";
-import type { ClientSpec, OidcServer } from "../helpers/oidc-server.ts";
+import type { TestContext } from "./harness.ts";
+import type { ClientSpec, OidcServer } from "./oidc-server.ts";
 
 /** Shared bits of the OAuth suites. */
 export const PUBLIC_URL = "https://slipway.example.test";

@@ -7,7 +7,7 @@ import { Reconciler, type ReconcilerOptions } from "../../src/reconciler/reconci
 import type { SourceResolver } from "../../src/reconciler/sources.ts";
 import { removeDeployment } from "../../src/resources/deployments/delete.ts";
 import type { Runtime } from "../../src/runtimes/interface.ts";
-import type { TestContext } from "../helpers/harness.ts";
+import type { TestContext } from "./harness.ts";
 
 /**
  * Rows as the deployments API writes them (one transaction: seq, QUEUED with history, older

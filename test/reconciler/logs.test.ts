@@ -5,7 +5,7 @@ import { sql } from "drizzle-orm";
 import { RevisionLogSink } from "../../src/reconciler/log-sink.ts";
 import { authMatrix } from "../helpers/auth-matrix.ts";
 import { forEachDatabase, type TestContext } from "../helpers/harness.ts";
-import { insertDeployment, logLines, queueRevision } from "./fixtures.ts";
+import { insertDeployment, logLines, queueRevision } from "../helpers/reconciler.ts";
 
 interface Line {
   at: string;

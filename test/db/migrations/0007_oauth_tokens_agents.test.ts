@@ -2,9 +2,9 @@ import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { after, before, describe, it } from "node:test";
 import { sql } from "drizzle-orm";
-import { type Database, rows } from "../../src/db/client.ts";
-import { listMigrations, migrate } from "../../src/db/migrate.ts";
-import { createTestDatabase, DB_KINDS, type TestDatabase } from "../helpers/databases.ts";
+import { type Database, rows } from "../../../src/db/client.ts";
+import { listMigrations, migrate } from "../../../src/db/migrate.ts";
+import { createTestDatabase, DB_KINDS, type TestDatabase } from "../../helpers/databases.ts";
 
 /** Migration 0007 on a database that already holds tokens (one per user, as before it). */
 for (const kind of DB_KINDS) {

@@ -2,10 +2,9 @@ import assert from "node:assert/strict";
 import { randomBytes, randomUUID } from "node:crypto";
 import { after, before, it } from "node:test";
 import { sql } from "drizzle-orm";
-import { rows } from "../../src/db/client.ts";
-import { authMatrix } from "../helpers/auth-matrix.ts";
-import { forEachDatabase, type TestContext } from "../helpers/harness.ts";
-import { type OidcServer, startOidcServer } from "../helpers/oidc-server.ts";
+import { rows } from "../../../src/db/client.ts";
+import { authMatrix } from "../../helpers/auth-matrix.ts";
+import { forEachDatabase, type TestContext } from "../../helpers/harness.ts";
 import {
   authenticateAs,
   clientSpec,
@@ -16,7 +15,8 @@ import {
   obtainToken,
   type Reply,
   send,
-} from "./support.ts";
+} from "../../helpers/oauth.ts";
+import { type OidcServer, startOidcServer } from "../../helpers/oidc-server.ts";
 
 const client = (slug: string) => ({ slug, secret: `secret-${slug}-${randomBytes(12).toString("hex")}` });
 const MAIN = client("conn-main");

@@ -1,9 +1,9 @@
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { before, it } from "node:test";
-import { authMatrix } from "../helpers/auth-matrix.ts";
-import { forEachDatabase, type TestContext } from "../helpers/harness.ts";
-import { call, createDocker, type Deployment, locs } from "./fixtures.ts";
+import { authMatrix } from "../../helpers/auth-matrix.ts";
+import { call, createDocker, type Deployment, locs } from "../../helpers/deployments.ts";
+import { forEachDatabase, type TestContext } from "../../helpers/harness.ts";
 
 interface Result {
   deployment_id: string;

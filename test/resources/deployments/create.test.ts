@@ -1,10 +1,9 @@
 import assert from "node:assert/strict";
 import { it } from "node:test";
 import { sql } from "drizzle-orm";
-import { encryptionContext } from "../../src/crypto/registry.ts";
-import { rows } from "../../src/db/client.ts";
-import { authMatrix } from "../helpers/auth-matrix.ts";
-import { forEachDatabase } from "../helpers/harness.ts";
+import { encryptionContext } from "../../../src/crypto/registry.ts";
+import { rows } from "../../../src/db/client.ts";
+import { authMatrix } from "../../helpers/auth-matrix.ts";
 import {
   assertMatches,
   type Codehost,
@@ -17,7 +16,8 @@ import {
   makeGitRoot,
   type Revision,
   uniqueName,
-} from "./fixtures.ts";
+} from "../../helpers/deployments.ts";
+import { forEachDatabase } from "../../helpers/harness.ts";
 
 const git = makeGitRoot();
 

@@ -1,11 +1,18 @@
 import assert from "node:assert/strict";
 import { before, it } from "node:test";
 import { sql } from "drizzle-orm";
-import { rows } from "../../src/db/client.ts";
-import { removeDeployment } from "../../src/resources/deployments/delete.ts";
-import { authMatrix } from "../helpers/auth-matrix.ts";
-import { forEachDatabase, type TestContext } from "../helpers/harness.ts";
-import { assertMatches, call, createDocker, type Deployment, deploymentSchema, locs } from "./fixtures.ts";
+import { rows } from "../../../src/db/client.ts";
+import { removeDeployment } from "../../../src/resources/deployments/delete.ts";
+import { authMatrix } from "../../helpers/auth-matrix.ts";
+import {
+  assertMatches,
+  call,
+  createDocker,
+  type Deployment,
+  deploymentSchema,
+  locs,
+} from "../../helpers/deployments.ts";
+import { forEachDatabase, type TestContext } from "../../helpers/harness.ts";
 
 async function count(ctx: TestContext, table: "revisions" | "deployment_tags", deploymentId: string) {
   const [row] = await rows<{ n: number }>(

@@ -4,8 +4,8 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { it } from "node:test";
-import { forEachDatabase, type TestContext } from "../helpers/harness.ts";
-import { call, type Deployment, locs, type Revision, uniqueName } from "./fixtures.ts";
+import { call, type Deployment, locs, type Revision, uniqueName } from "../../helpers/deployments.ts";
+import { forEachDatabase, type TestContext } from "../../helpers/harness.ts";
 
 interface UploadUrl {
   upload_url: string;

@@ -1,8 +1,7 @@
 import assert from "node:assert/strict";
 import { before, it } from "node:test";
 import { sql } from "drizzle-orm";
-import { authMatrix } from "../helpers/auth-matrix.ts";
-import { forEachDatabase, type TestContext } from "../helpers/harness.ts";
+import { authMatrix } from "../../helpers/auth-matrix.ts";
 import {
   assertMatches,
   call,
@@ -10,7 +9,8 @@ import {
   type Deployment,
   deploymentListSchema,
   locs,
-} from "./fixtures.ts";
+} from "../../helpers/deployments.ts";
+import { forEachDatabase, type TestContext } from "../../helpers/harness.ts";
 
 interface Page {
   resources: Deployment[];

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { Validator } from "@seriousme/openapi-schema-validator";
-import { createTestContext, type TestContext } from "../helpers/harness.ts";
+import { createTestContext, type TestContext } from "../../helpers/harness.ts";
 
 /** Every operation of this area, with the statuses it must document beyond 401/403/404/422/500. */
 const OPERATIONS: [string, string, string[]][] = [

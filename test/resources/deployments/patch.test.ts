@@ -5,10 +5,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { it } from "node:test";
 import { sql } from "drizzle-orm";
-import { encryptionContext } from "../../src/crypto/registry.ts";
-import { rows } from "../../src/db/client.ts";
-import { authMatrix } from "../helpers/auth-matrix.ts";
-import { forEachDatabase, type TestContext } from "../helpers/harness.ts";
+import { encryptionContext } from "../../../src/crypto/registry.ts";
+import { rows } from "../../../src/db/client.ts";
+import { authMatrix } from "../../helpers/auth-matrix.ts";
 import {
   assertMatches,
   type Codehost,
@@ -21,7 +20,8 @@ import {
   makeGitRoot,
   type Revision,
   uniqueName,
-} from "./fixtures.ts";
+} from "../../helpers/deployments.ts";
+import { forEachDatabase, type TestContext } from "../../helpers/harness.ts";
 
 const git = makeGitRoot();
 

@@ -1,6 +1,5 @@
 import assert from "node:assert/strict";
 import { it } from "node:test";
-import { forEachDatabase, type TestContext } from "../helpers/harness.ts";
 import {
   assertMatches,
   call,
@@ -9,7 +8,8 @@ import {
   deploymentSchema,
   locs,
   uniqueName,
-} from "./fixtures.ts";
+} from "../../helpers/deployments.ts";
+import { forEachDatabase, type TestContext } from "../../helpers/harness.ts";
 
 const SPEC = ["body", "source_config", "resource_spec"].join(".");
 

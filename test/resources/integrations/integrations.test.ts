@@ -4,11 +4,11 @@ import { mkdirSync, realpathSync, rmSync, symlinkSync } from "node:fs";
 import { join } from "node:path";
 import { before, it } from "node:test";
 import { pathToFileURL } from "node:url";
-import { integrations } from "../../src/db/schema/codehost.ts";
-import { deployments } from "../../src/db/schema/deployments.ts";
-import { authMatrix } from "../helpers/auth-matrix.ts";
-import { forEachDatabase, type TestContext } from "../helpers/harness.ts";
-import { makeGitRoot, workingRepo } from "./git-fixtures.ts";
+import { integrations } from "../../../src/db/schema/codehost.ts";
+import { deployments } from "../../../src/db/schema/deployments.ts";
+import { authMatrix } from "../../helpers/auth-matrix.ts";
+import { makeGitRoot, workingRepo } from "../../helpers/git-fixtures.ts";
+import { forEachDatabase, type TestContext } from "../../helpers/harness.ts";
 
 const fx = makeGitRoot();
 const BASE = "/v1/integrations/forge/codehost";
@@ -162,7 +162,7 @@ forEachDatabase(
 
     it("a workspace-bound key cannot add or remove integrations (403)", async () => {
       const ctx = suite.ctx;
-      const { insertApiKey } = await import("../../src/resources/api-keys/service.ts");
+      const { insertApiKey } = await import("../../../src/resources/api-keys/service.ts");
       const bound = await insertApiKey(ctx.db.orm, {
         organizationId: ctx.orgId,
         role: "admin",
@@ -253,7 +253,7 @@ forEachDatabase(
       const ctx = suite.ctx;
       const dir = join(fx.root, `later-${ctx.kind}`);
       const repo = workingRepo(join(dir, "fresh"), "main");
-      const { git } = await import("./git-fixtures.ts");
+      const { git } = await import("../../helpers/git-fixtures.ts");
       git(repo, "checkout", "-q", "--detach");
       const created = await createLocal(ctx, dir);
       assert.equal(created.statusCode, 201, created.body);

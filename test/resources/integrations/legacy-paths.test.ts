@@ -3,10 +3,10 @@ import { randomUUID } from "node:crypto";
 import { rmSync } from "node:fs";
 import { join } from "node:path";
 import { before, describe, it } from "node:test";
-import { integrations } from "../../src/db/schema/codehost.ts";
-import { authMatrix } from "../helpers/auth-matrix.ts";
-import { forEachDatabase, type TestContext } from "../helpers/harness.ts";
-import { makeGitRoot, workingRepo } from "./git-fixtures.ts";
+import { integrations } from "../../../src/db/schema/codehost.ts";
+import { authMatrix } from "../../helpers/auth-matrix.ts";
+import { makeGitRoot, workingRepo } from "../../helpers/git-fixtures.ts";
+import { forEachDatabase, type TestContext } from "../../helpers/harness.ts";
 
 const fx = makeGitRoot();
 const FORGE = "/v1/integrations/forge/codehost";

@@ -2,12 +2,12 @@ import assert from "node:assert/strict";
 import { randomBytes, randomUUID } from "node:crypto";
 import { after, before, it } from "node:test";
 import { sql } from "drizzle-orm";
-import { encryptionContext } from "../../src/crypto/registry.ts";
-import { rows } from "../../src/db/client.ts";
-import { authMatrix } from "../helpers/auth-matrix.ts";
-import { forEachDatabase, type TestContext } from "../helpers/harness.ts";
-import { type ClientSpec, closedPort, type OidcServer, startOidcServer } from "../helpers/oidc-server.ts";
-import { callback, callbackFor, LOOPBACK_ENV, send, sleep } from "./support.ts";
+import { encryptionContext } from "../../../src/crypto/registry.ts";
+import { rows } from "../../../src/db/client.ts";
+import { authMatrix } from "../../helpers/auth-matrix.ts";
+import { forEachDatabase, type TestContext } from "../../helpers/harness.ts";
+import { callback, callbackFor, LOOPBACK_ENV, send, sleep } from "../../helpers/oauth.ts";
+import { type ClientSpec, closedPort, type OidcServer, startOidcServer } from "../../helpers/oidc-server.ts";
 
 type Method = "client_secret_post" | "client_secret_basic" | "none";
 interface Combo {

@@ -1,12 +1,12 @@
 import assert from "node:assert/strict";
 import { after, before, it } from "node:test";
 import { sql } from "drizzle-orm";
-import { encryptionContext } from "../../src/crypto/registry.ts";
-import { rows } from "../../src/db/client.ts";
-import { authMatrix } from "../helpers/auth-matrix.ts";
-import { forEachDatabase, type TestContext } from "../helpers/harness.ts";
-import { closedPort, type OidcServer, startOidcServer } from "../helpers/oidc-server.ts";
-import { callback, detailLocs, LOOPBACK_ENV, type Reply, send } from "./support.ts";
+import { encryptionContext } from "../../../src/crypto/registry.ts";
+import { rows } from "../../../src/db/client.ts";
+import { authMatrix } from "../../helpers/auth-matrix.ts";
+import { forEachDatabase, type TestContext } from "../../helpers/harness.ts";
+import { callback, detailLocs, LOOPBACK_ENV, type Reply, send } from "../../helpers/oauth.ts";
+import { closedPort, type OidcServer, startOidcServer } from "../../helpers/oidc-server.ts";
 
 interface Provider {
   provider_id: string;

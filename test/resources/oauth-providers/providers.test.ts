@@ -2,11 +2,11 @@ import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import { it } from "node:test";
 import { sql } from "drizzle-orm";
-import { encryptionContext } from "../../src/crypto/registry.ts";
-import { rows } from "../../src/db/client.ts";
-import { authMatrix } from "../helpers/auth-matrix.ts";
-import { forEachDatabase, type TestContext } from "../helpers/harness.ts";
-import { detailLocs, type ProviderBody, send, sleep } from "./support.ts";
+import { encryptionContext } from "../../../src/crypto/registry.ts";
+import { rows } from "../../../src/db/client.ts";
+import { authMatrix } from "../../helpers/auth-matrix.ts";
+import { forEachDatabase, type TestContext } from "../../helpers/harness.ts";
+import { detailLocs, type ProviderBody, send, sleep } from "../../helpers/oauth.ts";
 
 const SECRET = `shh-${randomBytes(16).toString("hex")}`;
 const NEW_SECRET = `shh-new-${randomBytes(16).toString("hex")}`;

@@ -2,11 +2,10 @@ import assert from "node:assert/strict";
 import { randomBytes, randomUUID } from "node:crypto";
 import { after, before, it } from "node:test";
 import { sql } from "drizzle-orm";
-import { encryptionContext } from "../../src/crypto/registry.ts";
-import { rows } from "../../src/db/client.ts";
-import { authMatrix } from "../helpers/auth-matrix.ts";
-import { forEachDatabase, type TestContext } from "../helpers/harness.ts";
-import { closedPort, type OidcServer, startOidcServer } from "../helpers/oidc-server.ts";
+import { encryptionContext } from "../../../src/crypto/registry.ts";
+import { rows } from "../../../src/db/client.ts";
+import { authMatrix } from "../../helpers/auth-matrix.ts";
+import { forEachDatabase, type TestContext } from "../../helpers/harness.ts";
 import {
   authenticateAs,
   clientSpec,
@@ -17,7 +16,8 @@ import {
   obtainToken,
   send,
   type TokenSummary,
-} from "./support.ts";
+} from "../../helpers/oauth.ts";
+import { closedPort, type OidcServer, startOidcServer } from "../../helpers/oidc-server.ts";
 
 const client = (slug: string) => ({ slug, secret: `secret-${slug}-${randomBytes(12).toString("hex")}` });
 const MAIN = client("tok");

@@ -1,9 +1,9 @@
 import assert from "node:assert/strict";
 import { it } from "node:test";
-import { buildApp } from "../../src/app.ts";
-import { openDatabase } from "../../src/db/client.ts";
-import { authMatrix } from "../helpers/auth-matrix.ts";
-import { forEachDatabase } from "../helpers/harness.ts";
+import { buildApp } from "../../../src/app.ts";
+import { openDatabase } from "../../../src/db/client.ts";
+import { authMatrix } from "../../helpers/auth-matrix.ts";
+import { forEachDatabase } from "../../helpers/harness.ts";
 
 const json = { "content-type": "application/json" };
 

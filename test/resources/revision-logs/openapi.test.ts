@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { before, it } from "node:test";
 import { Validator } from "@seriousme/openapi-schema-validator";
-import { forEachDatabase } from "../helpers/harness.ts";
+import { forEachDatabase } from "../../helpers/harness.ts";
 
 interface Schema {
   type?: string | string[];

@@ -3,12 +3,12 @@ import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { before, describe, it } from "node:test";
 import { sql } from "drizzle-orm";
-import { RevisionLogSink } from "../../src/reconciler/log-sink.ts";
-import { waitForRevision } from "../../src/reconciler/wait.ts";
-import { authMatrix } from "../helpers/auth-matrix.ts";
-import { forEachDatabase, type TestContext } from "../helpers/harness.ts";
-import { insertDeployment, makeReconciler, queueRevision } from "../reconciler/fixtures.ts";
-import { ScriptedRuntime } from "../reconciler/scripted-runtime.ts";
+import { RevisionLogSink } from "../../../src/reconciler/log-sink.ts";
+import { authMatrix } from "../../helpers/auth-matrix.ts";
+import { forEachDatabase, type TestContext } from "../../helpers/harness.ts";
+import { insertDeployment, makeReconciler, queueRevision } from "../../helpers/reconciler.ts";
+import { ScriptedRuntime } from "../../helpers/scripted-runtime.ts";
+import { waitForRevision } from "../../helpers/wait.ts";
 
 interface Entry {
   id: string;

@@ -1,8 +1,9 @@
 import assert from "node:assert/strict";
 import { before, it } from "node:test";
 import { sql } from "drizzle-orm";
-import { encryptionContext } from "../../src/crypto/registry.ts";
-import { rows } from "../../src/db/client.ts";
+import { encryptionContext } from "../../../src/crypto/registry.ts";
+import { rows } from "../../../src/db/client.ts";
+import { authMatrix } from "../../helpers/auth-matrix.ts";
 import {
   assertMatches,
   call,
@@ -13,9 +14,8 @@ import {
   type Revision,
   revisionListSchema,
   revisionSchema,
-} from "../deployments/fixtures.ts";
-import { authMatrix } from "../helpers/auth-matrix.ts";
-import { forEachDatabase, type TestContext } from "../helpers/harness.ts";
+} from "../../helpers/deployments.ts";
+import { forEachDatabase, type TestContext } from "../../helpers/harness.ts";
 
 interface Page {
   resources: Revision[];

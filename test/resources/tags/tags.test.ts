@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
 import { it } from "node:test";
-import { call, createDocker, type Deployment, locs } from "../deployments/fixtures.ts";
-import { authMatrix } from "../helpers/auth-matrix.ts";
-import { forEachDatabase } from "../helpers/harness.ts";
+import { authMatrix } from "../../helpers/auth-matrix.ts";
+import { call, createDocker, type Deployment, locs } from "../../helpers/deployments.ts";
+import { forEachDatabase } from "../../helpers/harness.ts";
 
 interface TagKey {
   id: string;

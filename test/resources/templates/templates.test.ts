@@ -4,9 +4,9 @@ import { existsSync, readFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import { it } from "node:test";
-import { findTemplate, listTemplates } from "../../src/templates/catalog.ts";
-import { authMatrix } from "../helpers/auth-matrix.ts";
-import { forEachDatabase } from "../helpers/harness.ts";
+import { findTemplate, listTemplates } from "../../../src/templates/catalog.ts";
+import { authMatrix } from "../../helpers/auth-matrix.ts";
+import { forEachDatabase } from "../../helpers/harness.ts";
 
 async function freePort(): Promise<number> {
   const server = createServer();

@@ -2,9 +2,9 @@ import assert from "node:assert/strict";
 import { it } from "node:test";
 import Ajv from "ajv";
 import addFormats from "ajv-formats";
-import { call, createDocker, type Deployment, locs } from "../deployments/fixtures.ts";
-import { authMatrix } from "../helpers/auth-matrix.ts";
-import { forEachDatabase } from "../helpers/harness.ts";
+import { authMatrix } from "../../helpers/auth-matrix.ts";
+import { call, createDocker, type Deployment, locs } from "../../helpers/deployments.ts";
+import { forEachDatabase } from "../../helpers/harness.ts";
 
 interface Project {
   id: string;

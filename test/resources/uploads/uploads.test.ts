@@ -10,16 +10,16 @@ import { buffer } from "node:stream/consumers";
 import { before, it } from "node:test";
 import { gzipSync } from "node:zlib";
 import { eq, sql } from "drizzle-orm";
-import { rows } from "../../src/db/client.ts";
-import { uploadChunks, uploads } from "../../src/db/schema/codehost.ts";
-import { deployments } from "../../src/db/schema/deployments.ts";
-import { HttpError, ValidationFailed } from "../../src/http/errors.ts";
-import { openUploadedTarball } from "../../src/resources/uploads/read.ts";
-import { CHUNK_BYTES } from "../../src/resources/uploads/service.ts";
-import { verifyUploadedTarball } from "../../src/resources/uploads/verify.ts";
-import { authMatrix } from "../helpers/auth-matrix.ts";
-import { forEachDatabase, type TestContext } from "../helpers/harness.ts";
-import { entriesOf, makeTarball } from "./tarballs.ts";
+import { rows } from "../../../src/db/client.ts";
+import { uploadChunks, uploads } from "../../../src/db/schema/codehost.ts";
+import { deployments } from "../../../src/db/schema/deployments.ts";
+import { HttpError, ValidationFailed } from "../../../src/http/errors.ts";
+import { openUploadedTarball } from "../../../src/resources/uploads/read.ts";
+import { CHUNK_BYTES } from "../../../src/resources/uploads/service.ts";
+import { verifyUploadedTarball } from "../../../src/resources/uploads/verify.ts";
+import { authMatrix } from "../../helpers/auth-matrix.ts";
+import { forEachDatabase, type TestContext } from "../../helpers/harness.ts";
+import { entriesOf, makeTarball } from "../../helpers/tarballs.ts";
 
 const LIMIT = 3 * CHUNK_BYTES;
 

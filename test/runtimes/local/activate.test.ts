@@ -3,8 +3,8 @@ import { existsSync } from "node:fs";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
-import { DeployError, type RevisionSpec } from "../../src/runtimes/interface.ts";
-import type { LocalRuntime } from "../../src/runtimes/local/runtime.ts";
+import { DeployError, type RevisionSpec } from "../../../src/runtimes/interface.ts";
+import type { LocalRuntime } from "../../../src/runtimes/local/runtime.ts";
 import {
   alive,
   cleanupTemp,
@@ -16,7 +16,7 @@ import {
   tempDir,
   waitFor,
   writeApp,
-} from "./helpers.ts";
+} from "../../helpers/local-runtime.ts";
 
 /** Binds and releases `port` on loopback: fails if something still listens there. */
 function canListen(port: number): Promise<void> {

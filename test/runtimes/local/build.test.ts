@@ -2,8 +2,17 @@ import assert from "node:assert/strict";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
-import { BuildError } from "../../src/runtimes/interface.ts";
-import { alive, cleanupTemp, newRuntime, phase, spec, tempDir, waitFor, writeApp } from "./helpers.ts";
+import { BuildError } from "../../../src/runtimes/interface.ts";
+import {
+  alive,
+  cleanupTemp,
+  newRuntime,
+  phase,
+  spec,
+  tempDir,
+  waitFor,
+  writeApp,
+} from "../../helpers/local-runtime.ts";
 
 describe("local runtime: build", () => {
   after(cleanupTemp);
@@ -66,7 +75,7 @@ describe("local runtime: build", () => {
   });
 
   it("picks npm ci when a lockfile exists, and no step when there is no package.json", async () => {
-    const { buildSteps } = await import("../../src/runtimes/local/build.ts");
+    const { buildSteps } = await import("../../../src/runtimes/local/build.ts");
     const withLock = writeApp(tempDir(), { extra: { "package.json": "{}", "package-lock.json": "{}" } });
     assert.deepEqual(await buildSteps(withLock, undefined, undefined), [
       { label: "install", command: "npm ci" },

@@ -3,8 +3,8 @@ import { spawn } from "node:child_process";
 import { request } from "node:http";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
-import type { RevisionSpec } from "../../src/runtimes/interface.ts";
-import type { LocalRuntime } from "../../src/runtimes/local/runtime.ts";
+import type { RevisionSpec } from "../../../src/runtimes/interface.ts";
+import type { LocalRuntime } from "../../../src/runtimes/local/runtime.ts";
 import {
   type Answer,
   alive,
@@ -17,7 +17,7 @@ import {
   tempDir,
   waitFor,
   writeApp,
-} from "./helpers.ts";
+} from "../../helpers/local-runtime.ts";
 
 async function built(rt: LocalRuntime, s: RevisionSpec) {
   const ctx = phase();
@@ -212,7 +212,13 @@ describe("local runtime: serving", () => {
     const s = spec({ kind: "directory", path: writeApp(tempDir(), { version: "orphan" }) });
     const host = spawn(
       process.execPath,
-      ["--import", "tsx", join(import.meta.dirname, "fixtures", "host.ts"), dataDir, JSON.stringify(s)],
+      [
+        "--import",
+        "tsx",
+        join(import.meta.dirname, "..", "..", "helpers", "local-runtime-host.ts"),
+        dataDir,
+        JSON.stringify(s),
+      ],
       {
         stdio: ["ignore", "pipe", "inherit"],
       },

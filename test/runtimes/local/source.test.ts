@@ -4,8 +4,8 @@ import { join } from "node:path";
 import { Readable } from "node:stream";
 import { after, describe, it } from "node:test";
 import { c as createTar, Header } from "tar";
-import { SourceError } from "../../src/runtimes/interface.ts";
-import { cleanupTemp, git, newRuntime, phase, spec, tempDir, writeApp } from "./helpers.ts";
+import { SourceError } from "../../../src/runtimes/interface.ts";
+import { cleanupTemp, git, newRuntime, phase, spec, tempDir, writeApp } from "../../helpers/local-runtime.ts";
 
 /** A repo with commits on main (v1, v2), a branch "next" (v3) and a tag v1.0 on the first commit. */
 function makeRepo(): { dir: string; first: string; second: string; third: string } {
