@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { it } from "node:test";
+import { before, it } from "node:test";
 import { sql } from "drizzle-orm";
 import { encryptionContext } from "../../../src/crypto/registry.ts";
 import { rows } from "../../../src/db/client.ts";
@@ -45,7 +45,8 @@ forEachDatabase(
       ...extra.top,
     });
 
-    it("sets up a real local_git integration", async () => {
+    // A real local_git integration.
+    before(async () => {
       codehost = await createIntegration(suite.ctx, git.team);
     });
 

@@ -3,7 +3,7 @@ import { execFileSync } from "node:child_process";
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { it } from "node:test";
+import { before, it } from "node:test";
 import { sql } from "drizzle-orm";
 import { encryptionContext } from "../../../src/crypto/registry.ts";
 import { rows } from "../../../src/db/client.ts";
@@ -78,7 +78,8 @@ forEachDatabase(
       return res.body;
     };
 
-    it("sets up an integration and deployments in other tenants", async () => {
+    // An integration, and deployments in other tenants.
+    before(async () => {
       const ctx = suite.ctx;
       codehost = await createIntegration(ctx, git.team);
       otherOrgDeployment = await createDocker(ctx, {}, { key: ctx.other.admin });

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { it } from "node:test";
+import { before, it } from "node:test";
 import { authMatrix } from "../../helpers/auth-matrix.ts";
 import { call, createDocker, type Deployment, locs } from "../../helpers/deployments.ts";
 import { forEachDatabase } from "../../helpers/harness.ts";
@@ -33,17 +33,16 @@ forEachDatabase("tags", (suite) => {
   let otherValue: TagValue;
   let otherDeployment: Deployment;
 
-  it("sets up keys, values and deployments in two organizations", async () => {
+  let created: { key: number; value: number; tagged: number };
+
+  // Keys, values and deployments in two organizations.
+  before(async () => {
     const ctx = suite.ctx;
     d = await createDocker(ctx);
     const k = await call<TagKey>(ctx, "POST", "/v2/tags/keys", { key: "env" });
-    assert.equal(k.status, 201, JSON.stringify(k.body));
     env = k.body;
-    assert.equal(env.key, "env");
     const v = await call<TagValue>(ctx, "POST", `/v2/tags/keys/${env.id}/values`, { value: "prod" });
-    assert.equal(v.status, 201);
     prod = v.body;
-    assert.equal(prod.tag_key_id, env.id);
     const admin = { key: ctx.other.admin };
     otherKey = (await call<TagKey>(ctx, "POST", "/v2/tags/keys", { key: "env" }, admin)).body;
     otherValue = (
@@ -57,7 +56,15 @@ forEachDatabase("tags", (suite) => {
       { tag_value_id: otherValue.id },
       admin,
     );
-    assert.equal(tagged.status, 201);
+    created = { key: k.status, value: v.status, tagged: tagged.status };
+  });
+
+  it("creates keys, values and tags in two organizations", () => {
+    assert.equal(created.key, 201, JSON.stringify(env));
+    assert.equal(env.key, "env");
+    assert.equal(created.value, 201);
+    assert.equal(prod.tag_key_id, env.id);
+    assert.equal(created.tagged, 201);
   });
 
   authMatrix(suite, { method: "GET", url: () => "/v2/tags/keys", workspace: true });

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { it } from "node:test";
+import { before, it } from "node:test";
 import Ajv from "ajv";
 import addFormats from "ajv-formats";
 import { authMatrix } from "../../helpers/auth-matrix.ts";
@@ -36,22 +36,29 @@ forEachDatabase("tracing projects", (suite) => {
   let project: Project;
   let otherProject: Project;
 
-  it("sets up: each deployment brings its tracing project", async () => {
+  let listedWeb: Project[];
+
+  before(async () => {
     const ctx = suite.ctx;
     web = await createDocker(ctx, { name: "web" });
     await createDocker(ctx, { name: "web-admin" });
     const res = await call<Project[]>(ctx, "GET", "/v1/tracing-projects?name=web");
     assert.equal(res.status, 200);
-    assert.equal(res.body.length, 1, "exact name, not a substring");
+    listedWeb = res.body;
     project = res.body[0] as Project;
-    assert.ok(validProject(project), JSON.stringify(validProject.errors));
-    assert.equal(project.name, "web");
-    assert.equal(project.deployment_id, web.id);
-    assert.equal(project.tenant_id, ctx.workspaceId);
     await createDocker(ctx, { name: "web" }, { key: ctx.other.admin });
     otherProject = (
       await call<Project[]>(ctx, "GET", "/v1/tracing-projects?name=web", undefined, { key: ctx.other.admin })
     ).body[0] as Project;
+  });
+
+  it("each deployment brings its tracing project", () => {
+    const ctx = suite.ctx;
+    assert.equal(listedWeb.length, 1, "exact name, not a substring");
+    assert.ok(validProject(project), JSON.stringify(validProject.errors));
+    assert.equal(project.name, "web");
+    assert.equal(project.deployment_id, web.id);
+    assert.equal(project.tenant_id, ctx.workspaceId);
     assert.notEqual(otherProject.id, project.id);
   });
 
