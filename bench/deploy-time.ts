@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { patchToDeployed } from "../src/reconciler/bench-hook.ts";
+import { patchToDeployed } from "./patch-to-deployed.ts";
 
 const CLI = join(dirname(fileURLToPath(import.meta.url)), "..", "src", "cli", "main.ts");
 

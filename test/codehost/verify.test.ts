@@ -10,8 +10,8 @@ import { cloneSourceFor } from "../../src/codehost/clone.ts";
 import { verifyCodehostSource } from "../../src/codehost/verify.ts";
 import { integrations } from "../../src/db/schema/codehost.ts";
 import { HttpError, ValidationFailed } from "../../src/http/errors.ts";
+import { makeGitRoot } from "../helpers/git-fixtures.ts";
 import { forEachDatabase } from "../helpers/harness.ts";
-import { makeGitRoot } from "./git-fixtures.ts";
 
 const fx = makeGitRoot();
 const BASE = "/v1/integrations/forge/codehost";

@@ -4,9 +4,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, it } from "node:test";
 import { type RunningReconciler, startReconciler } from "../../src/reconciler/start.ts";
-import { waitForRevision } from "../../src/reconciler/wait.ts";
+import { TestImages, testEngine } from "../helpers/container-images.ts";
 import { forEachDatabase } from "../helpers/harness.ts";
-import { TestImages, testEngine } from "../runtime/container-images.ts";
+import { waitForRevision } from "../helpers/wait.ts";
 import { Api, appGet, type Deployment, e2eEnv, freePort, gitRoot, loopRequests } from "./stack.ts";
 
 /**

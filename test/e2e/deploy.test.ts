@@ -4,9 +4,9 @@ import { join } from "node:path";
 import { after, it } from "node:test";
 import { AppDatabases } from "../../src/reconciler/app-database.ts";
 import { type RunningReconciler, startReconciler } from "../../src/reconciler/start.ts";
-import { waitForRevision } from "../../src/reconciler/wait.ts";
 import { TEST_DATABASE_URL } from "../helpers/databases.ts";
 import { forEachDatabase } from "../helpers/harness.ts";
+import { waitForRevision } from "../helpers/wait.ts";
 import { appGet, createDeployed, type Deployed, e2eEnv, freePort, gitRoot, loopRequests } from "./stack.ts";
 
 const git = gitRoot();

@@ -2,11 +2,11 @@ import assert from "node:assert/strict";
 import { existsSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { after, it } from "node:test";
+import { after, before, it } from "node:test";
 import * as tar from "tar";
 import { type RunningReconciler, startReconciler } from "../../src/reconciler/start.ts";
-import { waitForRevision } from "../../src/reconciler/wait.ts";
 import { forEachDatabase } from "../helpers/harness.ts";
+import { waitForRevision } from "../helpers/wait.ts";
 import {
   AppRepo,
   appGet,
@@ -42,14 +42,21 @@ forEachDatabase(
       return d.latest_revision_id;
     };
 
-    it("setup: version 1 deployed, then version 2", async () => {
+    let second: { status: string; version: unknown };
+
+    // Version 1 deployed, then version 2.
+    before(async () => {
       const ctx = suite.ctx;
       stack = await startReconciler(ctx, ctx.app.log);
       s = await createDeployed(ctx, git.team, `life-${kind}`, settle);
       s.repo.commit({ version: "2" });
       await s.api.patch(s.dep.id, { source_revision_config: { repo_ref: "main" } });
-      assert.equal(await settle(await latest()), "DEPLOYED");
-      assert.equal((await appGet(s.url)).body.version, "2");
+      second = { status: await settle(await latest()), version: (await appGet(s.url)).body.version };
+    });
+
+    it("a second version deploys over the first and serves", () => {
+      assert.equal(second.status, "DEPLOYED");
+      assert.equal(second.version, "2");
     });
 
     it("interrupt stops a build in progress → INTERRUPTED; the active revision keeps serving", async () => {

@@ -3,10 +3,10 @@ import { readdirSync } from "node:fs";
 import { join } from "node:path";
 import { after, it } from "node:test";
 import { type RunningReconciler, startReconciler } from "../../src/reconciler/start.ts";
-import { waitForRevision } from "../../src/reconciler/wait.ts";
 import { diskUsage } from "../../src/runtimes/local/disk-limit.ts";
 import { gzipBomb } from "../helpers/bomb.ts";
 import { forEachDatabase } from "../helpers/harness.ts";
+import { waitForRevision } from "../helpers/wait.ts";
 import { Api, type Deployment, e2eEnv, freePort, gitRoot } from "./stack.ts";
 
 const git = gitRoot();

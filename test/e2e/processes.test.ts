@@ -6,9 +6,9 @@ import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { sql } from "drizzle-orm";
 import { rows } from "../../src/db/client.ts";
-import { waitForRevision } from "../../src/reconciler/wait.ts";
 import { createTestDatabase, DB_KINDS, type TestDatabase } from "../helpers/databases.ts";
 import { runSlipway, type SlipwayProcess } from "../helpers/process.ts";
+import { waitForRevision } from "../helpers/wait.ts";
 import { AppRepo, appGet, freePort, gitRoot } from "./stack.ts";
 
 /**

@@ -3,13 +3,13 @@ import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, it } from "node:test";
 import { type RunningReconciler, startReconciler } from "../../src/reconciler/start.ts";
-import { waitForRevision } from "../../src/reconciler/wait.ts";
 import { insertApiKey } from "../../src/resources/api-keys/service.ts";
 import { NO_SANDBOX_REFUSAL, UNSANDBOXED_WARNING } from "../../src/runtimes/local/confine.ts";
 import { hostSystem, probeBwrap } from "../../src/runtimes/local/sandbox.ts";
 import { forEachDatabase, type TestContext } from "../helpers/harness.ts";
 import { PROBE_APP_JS, type ProbeAnswer, probeQuery } from "../helpers/probe-app.ts";
-import { makeTarball } from "../uploads/tarballs.ts";
+import { makeTarball } from "../helpers/tarballs.ts";
+import { waitForRevision } from "../helpers/wait.ts";
 import { appGet, e2eEnv, freePort, gitRoot } from "./stack.ts";
 
 const root = process.getuid?.() === 0;

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { it } from "node:test";
+import { casesFor, type FuzzRequest, type OpenApiDoc } from "../helpers/fuzz-cases.ts";
 import { forEachDatabase, type TestContext } from "../helpers/harness.ts";
-import { casesFor, type FuzzRequest, type OpenApiDoc } from "./fuzz-cases.ts";
 
 /**
  * Every operation of /openapi.json gets malformed input, with an admin key and with none; no

@@ -5,7 +5,7 @@ import { describe, it } from "node:test";
 import { refusedAddressReason } from "../../src/oauth/address-policy.ts";
 import { storedUrlProblem, urlProblem } from "../../src/oauth/url-policy.ts";
 import { forEachDatabase, type TestContext } from "../helpers/harness.ts";
-import { detailLocs, send } from "./support.ts";
+import { detailLocs, send } from "../helpers/oauth.ts";
 
 /** Item 15: provider URLs are checked when stored, not only when fetched. */
 

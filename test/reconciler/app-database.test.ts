@@ -4,7 +4,6 @@ import { sql } from "drizzle-orm";
 import pg from "pg";
 import { rows } from "../../src/db/client.ts";
 import { AppDatabases, appDatabaseName } from "../../src/reconciler/app-database.ts";
-import { waitForRevision } from "../../src/reconciler/wait.ts";
 import { TEST_DATABASE_URL } from "../helpers/databases.ts";
 import { forEachDatabase } from "../helpers/harness.ts";
 import {
@@ -15,8 +14,9 @@ import {
   queueRevision,
   requestDelete,
   until,
-} from "./fixtures.ts";
-import { ScriptedRuntime } from "./scripted-runtime.ts";
+} from "../helpers/reconciler.ts";
+import { ScriptedRuntime } from "../helpers/scripted-runtime.ts";
+import { waitForRevision } from "../helpers/wait.ts";
 
 async function adminQuery<T>(text: string, params: unknown[] = []): Promise<T[]> {
   const c = new pg.Client({ connectionString: TEST_DATABASE_URL });

@@ -1,11 +1,11 @@
 import assert from "node:assert/strict";
 import { request as httpRequest } from "node:http";
-import { it } from "node:test";
+import { before, it } from "node:test";
 import { sql } from "drizzle-orm";
 import { RevisionLogSink } from "../../src/reconciler/log-sink.ts";
 import { authMatrix } from "../helpers/auth-matrix.ts";
 import { forEachDatabase, type TestContext } from "../helpers/harness.ts";
-import { insertDeployment, logLines, queueRevision } from "./fixtures.ts";
+import { insertDeployment, logLines, queueRevision } from "../helpers/reconciler.ts";
 
 interface Line {
   at: string;
@@ -37,7 +37,7 @@ forEachDatabase("revision logs", (suite) => {
   let fixture: { dep: string; rev: string };
   let foreign: { dep: string; rev: string };
 
-  it("setup", async () => {
+  before(async () => {
     const ctx = suite.ctx;
     fixture = await revisionWithLogs(ctx, [
       ["build", "installing"],

@@ -3,7 +3,6 @@ import { it } from "node:test";
 import { sql } from "drizzle-orm";
 import { rows } from "../../src/db/client.ts";
 import type { Reconciler } from "../../src/reconciler/reconciler.ts";
-import { waitForRevision } from "../../src/reconciler/wait.ts";
 import { forEachDatabase, type TestContext } from "../helpers/harness.ts";
 import {
   deploymentRow,
@@ -15,8 +14,9 @@ import {
   requestDelete,
   revisionRow,
   until,
-} from "./fixtures.ts";
-import { ScriptedRuntime } from "./scripted-runtime.ts";
+} from "../helpers/reconciler.ts";
+import { ScriptedRuntime } from "../helpers/scripted-runtime.ts";
+import { waitForRevision } from "../helpers/wait.ts";
 
 const HAPPY = ["QUEUED", "AWAITING_BUILD", "BUILDING", "AWAITING_DEPLOY", "DEPLOYING", "DEPLOYED"];
 

@@ -1,11 +1,11 @@
 import assert from "node:assert/strict";
 import { it } from "node:test";
 import type { Reconciler } from "../../src/reconciler/reconciler.ts";
-import { waitForRevision } from "../../src/reconciler/wait.ts";
-import { call, createDocker, type Deployment, type Revision } from "../deployments/fixtures.ts";
+import { call, createDocker, type Deployment, type Revision } from "../helpers/deployments.ts";
 import { forEachDatabase, type TestContext } from "../helpers/harness.ts";
-import { makeReconciler, until } from "./fixtures.ts";
-import { ScriptedRuntime } from "./scripted-runtime.ts";
+import { makeReconciler, until } from "../helpers/reconciler.ts";
+import { ScriptedRuntime } from "../helpers/scripted-runtime.ts";
+import { waitForRevision } from "../helpers/wait.ts";
 
 async function withReconciler(
   ctx: TestContext,

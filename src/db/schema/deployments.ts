@@ -24,6 +24,11 @@ export const deployments = pgTable("deployments", {
   revisionCount: integer("revision_count").notNull().default(0),
   pendingRevision: jsonb("pending_revision").$type<Record<string, unknown> | null>(),
   pendingSecretsEnc: text("pending_secrets_enc"),
+  /** Envelope of the app database role's password, bound to the row id (migration 0005). */
+  databasePasswordEnc: text("database_password_enc"),
+  /** Lease on the deployment's teardown (AWAITING_DELETE), like the revisions' work lease. */
+  reconcileOwner: text("reconcile_owner"),
+  reconcileExpiresAt: ts("reconcile_expires_at"),
   createdAt: ts("created_at").notNull().defaultNow(),
   updatedAt: ts("updated_at").notNull().defaultNow(),
 });
@@ -54,6 +59,8 @@ export const revisions = pgTable("revisions", {
   interruptRequested: boolean("interrupt_requested").notNull().default(false),
   leaseOwner: text("lease_owner"),
   leaseExpiresAt: ts("lease_expires_at"),
+  /** Faults retried with back-off; after a few the revision fails (migration 0005). */
+  attempts: integer("attempts").notNull().default(0),
   createdAt: ts("created_at").notNull().defaultNow(),
   updatedAt: ts("updated_at").notNull().defaultNow(),
 });

@@ -1,0 +1,128 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { ConfigError, loadConfig } from "../src/config.ts";
+
+describe("config", () => {
+  it("has the documented defaults", () => {
+    const c = loadConfig({});
+    assert.equal(c.port, 8080);
+    assert.equal(c.host, "127.0.0.1");
+    assert.equal(c.database.kind, "pglite");
+    assert.match(c.dataDir, /\.slipway$/);
+    assert.equal(c.basePath, "");
+    assert.equal(c.logLevel, "info");
+    assert.equal(c.bodyLimitBytes, 1024 * 1024);
+    assert.equal(c.uploadLimitBytes, 100 * 1024 * 1024);
+    assert.equal(c.apps.port, 8081);
+    assert.equal(c.apps.domain, "localhost");
+    assert.equal(c.oauth.allowInsecureLoopback, false);
+    assert.equal(c.publicUrl, "http://127.0.0.1:8080");
+    assert.deepEqual(c.limits, {
+      sourceBytes: 1024 ** 3,
+      sourceMaxFiles: 100_000,
+      buildDiskBytes: 4096 * 1024 * 1024,
+    });
+  });
+
+  it("reads the source and build disk limits", () => {
+    const c = loadConfig({
+      SLIPWAY_SOURCE_LIMIT_BYTES: "2048",
+      SLIPWAY_SOURCE_MAX_FILES: "10",
+      SLIPWAY_BUILD_DISK_LIMIT_MB: "5",
+    });
+    assert.deepEqual(c.limits, { sourceBytes: 2048, sourceMaxFiles: 10, buildDiskBytes: 5 * 1024 * 1024 });
+    assert.deepEqual(c.sandbox, { mode: "auto", uidRange: { first: 200000, last: 265535 } });
+  });
+
+  it("reads SLIPWAY_SANDBOX and SLIPWAY_APP_UID_RANGE", () => {
+    const c = loadConfig({ SLIPWAY_SANDBOX: "BWRAP", SLIPWAY_APP_UID_RANGE: " 300000 - 300009 " });
+    assert.deepEqual(c.sandbox, { mode: "bwrap", uidRange: { first: 300000, last: 300009 } });
+    assert.equal(loadConfig({ SLIPWAY_SANDBOX: "none" }).sandbox.mode, "none");
+    assert.deepEqual(loadConfig({ SLIPWAY_APP_UID_RANGE: "5000-5000" }).sandbox.uidRange, {
+      first: 5000,
+      last: 5000,
+    });
+  });
+
+  it("reads the database target from DATABASE_URL", () => {
+    assert.deepEqual(loadConfig({ DATABASE_URL: "memory://" }).database, { kind: "pglite-memory" });
+    assert.deepEqual(loadConfig({ DATABASE_URL: "postgres://u@h:5432/d" }).database, {
+      kind: "postgres",
+      url: "postgres://u@h:5432/d",
+    });
+    const embedded = loadConfig({ SLIPWAY_DATA_DIR: "/tmp/sw-data" }).database;
+    assert.deepEqual(embedded, { kind: "pglite", dataDir: "/tmp/sw-data/db" });
+  });
+
+  it("normalizes the base path", () => {
+    assert.equal(loadConfig({ SLIPWAY_BASE_PATH: "api/" }).basePath, "/api");
+    assert.equal(loadConfig({ SLIPWAY_BASE_PATH: "/a/b" }).basePath, "/a/b");
+    assert.equal(loadConfig({ SLIPWAY_BASE_PATH: "/" }).basePath, "");
+  });
+
+  const bad: [Record<string, string>, RegExp][] = [
+    [{ PORT: "http" }, /^PORT must be a whole number/],
+    [{ PORT: "70000" }, /^PORT must be between/],
+    [{ DATABASE_URL: "mysql://x" }, /^DATABASE_URL must be/],
+    [
+      { SLIPWAY_MASTER_KEY: "c2hvcnQ=" },
+      /^SLIPWAY_MASTER_KEY must be the base64 encoding of exactly 32 bytes/,
+    ],
+    [{ SLIPWAY_PREVIOUS_MASTER_KEYS: "nope" }, /^SLIPWAY_PREVIOUS_MASTER_KEYS/],
+    [{ SLIPWAY_BASE_PATH: "/a b" }, /^SLIPWAY_BASE_PATH/],
+    [{ LOG_LEVEL: "loud" }, /^LOG_LEVEL must be one of/],
+    [{ SLIPWAY_SOURCE_LIMIT_BYTES: "1G" }, /^SLIPWAY_SOURCE_LIMIT_BYTES must be a whole number/],
+    [{ SLIPWAY_SOURCE_LIMIT_BYTES: "10" }, /^SLIPWAY_SOURCE_LIMIT_BYTES must be between/],
+    [{ SLIPWAY_SOURCE_MAX_FILES: "0" }, /^SLIPWAY_SOURCE_MAX_FILES must be between/],
+    [{ SLIPWAY_BUILD_DISK_LIMIT_MB: "-5" }, /^SLIPWAY_BUILD_DISK_LIMIT_MB must be a whole number/],
+    [{ SLIPWAY_SANDBOX: "docker" }, /^SLIPWAY_SANDBOX must be one of auto, bwrap, none/],
+    [{ SLIPWAY_APP_UID_RANGE: "200000" }, /^SLIPWAY_APP_UID_RANGE must be "<first>-<last>"/],
+    [{ SLIPWAY_APP_UID_RANGE: "0-65535" }, /^SLIPWAY_APP_UID_RANGE must be/],
+    [{ SLIPWAY_APP_UID_RANGE: "300000-200000" }, /^SLIPWAY_APP_UID_RANGE must be/],
+    [{ SLIPWAY_APP_UID_RANGE: "200000-4294967295" }, /^SLIPWAY_APP_UID_RANGE must be/],
+    [{ SLIPWAY_BOOTSTRAP_API_KEY: "short" }, /^SLIPWAY_BOOTSTRAP_API_KEY/],
+    [
+      { SLIPWAY_OAUTH_ALLOW_INSECURE_LOOPBACK: "maybe" },
+      /^SLIPWAY_OAUTH_ALLOW_INSECURE_LOOPBACK must be true or false/,
+    ],
+  ];
+  for (const [env, message] of bad) {
+    it(`refuses ${Object.keys(env)[0]}=${Object.values(env)[0]} with a sentence naming it`, () => {
+      assert.throws(
+        () => loadConfig(env),
+        (err: unknown) => err instanceof ConfigError && message.test(err.message),
+      );
+    });
+  }
+
+  it("accepts a 32-byte base64 master key", () => {
+    const key = Buffer.alloc(32, 7).toString("base64");
+    assert.equal(loadConfig({ SLIPWAY_MASTER_KEY: key }).masterKey, key);
+  });
+
+  it("reads the container settings, refusing unknown engines and networks", () => {
+    assert.deepEqual(loadConfig({}).containers, {
+      engine: "auto",
+      network: "bridge",
+      secretRefsDir: undefined,
+    });
+    assert.deepEqual(
+      loadConfig({
+        SLIPWAY_CONTAINER_ENGINE: "docker",
+        SLIPWAY_CONTAINER_NETWORK: "host",
+        SLIPWAY_SECRET_REFS_DIR: "/run/refs/",
+      }).containers,
+      { engine: "docker", network: "host", secretRefsDir: "/run/refs" },
+    );
+    assert.throws(
+      () => loadConfig({ SLIPWAY_CONTAINER_ENGINE: "lxc" }),
+      (err: unknown) =>
+        err instanceof ConfigError &&
+        /^SLIPWAY_CONTAINER_ENGINE must be one of auto, podman, docker, got "lxc"\.$/.test(err.message),
+    );
+    assert.throws(
+      () => loadConfig({ SLIPWAY_CONTAINER_NETWORK: "none" }),
+      /SLIPWAY_CONTAINER_NETWORK must be one of/,
+    );
+  });
+});

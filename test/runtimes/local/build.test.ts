@@ -1,0 +1,229 @@
+import assert from "node:assert/strict";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { after, describe, it } from "node:test";
+import { BuildError } from "../../../src/runtimes/interface.ts";
+import {
+  alive,
+  cleanupTemp,
+  newRuntime,
+  phase,
+  spec,
+  tempDir,
+  waitFor,
+  writeApp,
+} from "../../helpers/local-runtime.ts";
+
+describe("local runtime: build", () => {
+  after(cleanupTemp);
+
+  it("runs the install and build commands in the source and records the app config", async () => {
+    const dataDir = tempDir();
+    const rt = newRuntime(dataDir);
+    const s = spec(
+      { kind: "directory", path: writeApp(tempDir()) },
+      { installCommand: "echo installing; echo installed > installed.txt", buildCommand: "echo built >&2" },
+    );
+    const ctx = phase();
+    await rt.prepare(s, ctx);
+    assert.equal(await rt.isBuilt(s), false);
+    await rt.build(s, ctx);
+    const log = ctx.lines.build;
+    assert.ok(log.includes("$ echo installing; echo installed > installed.txt"));
+    assert.ok(log.includes("installing"));
+    assert.ok(log.includes("built"), "stderr lines are in the build log");
+    const revisionDir = join(dataDir, "apps", s.deploymentId, s.revisionId);
+    assert.equal(readFileSync(join(revisionDir, "app", "installed.txt"), "utf8"), "installed\n");
+    assert.deepEqual(JSON.parse(readFileSync(join(revisionDir, "build.json"), "utf8")), {
+      version: 1,
+      kind: "process",
+      start: "node server.js",
+      healthcheck: "/",
+      env: { GREETING: "hello" },
+    });
+    assert.equal(await rt.isBuilt(s), true);
+  });
+
+  it("defaults to npm install, npm run build and npm start from package.json", async () => {
+    const dataDir = tempDir();
+    const rt = newRuntime(dataDir);
+    const src = writeApp(tempDir(), {
+      config: undefined,
+      extra: {
+        "package.json": JSON.stringify({
+          name: "tiny",
+          version: "1.0.0",
+          scripts: {
+            build: "node -e \"require('fs').writeFileSync('dist.txt','ok')\"",
+            start: "node server.js",
+          },
+        }),
+      },
+    });
+    const s = spec({ kind: "directory", path: src }, { frameworkConfigPath: undefined });
+    const ctx = phase();
+    await rt.prepare(s, ctx);
+    await rt.build(s, ctx);
+    assert.ok(ctx.lines.build.includes("$ npm install"), ctx.text("build"));
+    assert.ok(ctx.lines.build.includes("$ npm run build"), ctx.text("build"));
+    const revisionDir = join(dataDir, "apps", s.deploymentId, s.revisionId);
+    assert.equal(readFileSync(join(revisionDir, "app", "dist.txt"), "utf8"), "ok");
+    const record = JSON.parse(readFileSync(join(revisionDir, "build.json"), "utf8")) as { start: string };
+    assert.equal(record.start, "npm start");
+    // npm's cache lives in the deployment's own HOME, not in the server user's home.
+    assert.equal(existsSync(join(dataDir, "apps", s.deploymentId, "home", ".npm")), true);
+  });
+
+  it("picks npm ci when a lockfile exists, and no step when there is no package.json", async () => {
+    const { buildSteps } = await import("../../../src/runtimes/local/build.ts");
+    const withLock = writeApp(tempDir(), { extra: { "package.json": "{}", "package-lock.json": "{}" } });
+    assert.deepEqual(await buildSteps(withLock, undefined, undefined), [
+      { label: "install", command: "npm ci" },
+    ]);
+    assert.deepEqual(await buildSteps(writeApp(tempDir()), undefined, undefined), []);
+    assert.deepEqual(await buildSteps(withLock, "make deps", " "), [
+      { label: "install", command: "make deps" },
+    ]);
+  });
+
+  it("a failing install is a BuildError with its output in the log, and leaves no directory", async () => {
+    const dataDir = tempDir();
+    const rt = newRuntime(dataDir);
+    const s = spec(
+      { kind: "directory", path: writeApp(tempDir()) },
+      {
+        installCommand: "echo 'resolving deps'; echo 'E404 not found: left-pad' >&2; exit 7",
+        buildCommand: "echo never",
+      },
+    );
+    const ctx = phase();
+    await rt.prepare(s, ctx);
+    await assert.rejects(rt.build(s, ctx), (err: unknown) => {
+      assert.ok(err instanceof BuildError);
+      assert.match(err.message, /install command .* exited with code 7/);
+      return true;
+    });
+    assert.ok(ctx.lines.build.includes("E404 not found: left-pad"));
+    assert.ok(!ctx.lines.build.includes("never"), "the build step does not run after a failed install");
+    assert.equal(existsSync(join(dataDir, "apps", s.deploymentId, s.revisionId)), false);
+    assert.equal(await rt.isBuilt(s), false);
+  });
+
+  it("a failing build command is a BuildError", async () => {
+    const rt = newRuntime(tempDir());
+    const s = spec({ kind: "directory", path: writeApp(tempDir()) }, { buildCommand: "false" });
+    const ctx = phase();
+    await rt.prepare(s, ctx);
+    await assert.rejects(rt.build(s, ctx), /build command "false" exited with code 1/);
+  });
+
+  for (const [title, files, path, expected] of [
+    ["a missing app config", { config: undefined }, "app.json", /app config file "app\.json" was not found/],
+    ["app config that is not JSON", { config: "{start: node" }, "app.json", /is not valid JSON/],
+    ["app config that is not an object", { config: "[]" }, "app.json", /must hold a JSON object/],
+    [
+      "a start that is not a string",
+      { config: { start: 42 } },
+      "app.json",
+      /"start" must be a non-empty string/,
+    ],
+    ["no start and no start script", { config: { env: {} } }, "app.json", /has no "start" command/],
+    [
+      "a healthcheck that is not a path",
+      { config: { start: "x", healthcheck: "health" } },
+      "app.json",
+      /"healthcheck" must be a URL path/,
+    ],
+    [
+      "env values that are not strings",
+      { config: { start: "x", env: { PORTS: 3 } } },
+      "app.json",
+      /env "PORTS" must be a string/,
+    ],
+    [
+      "a bad env name",
+      { config: { start: "x", env: { "A-B": "1" } } },
+      "app.json",
+      /env name "A-B" is not a valid/,
+    ],
+    [
+      "a config path outside the source",
+      {},
+      "../../../../../../../../../etc/hostname",
+      /points outside the source/,
+    ],
+    ["an absolute config path", {}, "/etc/hostname", /must be relative/],
+  ] as const) {
+    it(`${title} is a BuildError with a clear log line`, async () => {
+      const dataDir = tempDir();
+      const rt = newRuntime(dataDir);
+      const s = spec(
+        { kind: "directory", path: writeApp(tempDir(), files) },
+        { frameworkConfigPath: path, installCommand: "echo should-not-run" },
+      );
+      const ctx = phase();
+      await rt.prepare(s, ctx);
+      await assert.rejects(rt.build(s, ctx), BuildError);
+      assert.match(ctx.text("build"), new RegExp(`^error: .*${expected.source}`, "m"));
+      assert.ok(!ctx.lines.build.includes("should-not-run"), "the config is checked before installing");
+      assert.equal(existsSync(join(dataDir, "apps", s.deploymentId, s.revisionId)), false);
+    });
+  }
+
+  it("a config symlinked to a file outside the source is refused", async () => {
+    const { symlinkSync } = await import("node:fs");
+    const outside = join(tempDir(), "secret.json");
+    writeFileSync(outside, JSON.stringify({ start: "node server.js" }));
+    const src = writeApp(tempDir(), { config: undefined });
+    symlinkSync(outside, join(src, "app.json"));
+    const rt = newRuntime(tempDir());
+    const s = spec({ kind: "directory", path: src });
+    const ctx = phase();
+    await rt.prepare(s, ctx);
+    await assert.rejects(rt.build(s, ctx), /points outside the source/);
+  });
+
+  it("builds run with a clean environment, not the server's", async () => {
+    const dataDir = tempDir();
+    process.env.SLIPWAY_TEST_LEAK = "server-secret";
+    try {
+      const rt = newRuntime(dataDir);
+      const s = spec({ kind: "directory", path: writeApp(tempDir()) }, { installCommand: "env | sort" });
+      const ctx = phase();
+      await rt.prepare(s, ctx);
+      await rt.build(s, ctx);
+      const names = ctx.lines.build
+        .filter((l) => /^[A-Za-z_][A-Za-z0-9_]*=/.test(l))
+        .map((l) => l.split("=")[0]);
+      assert.ok(names.includes("PATH"));
+      assert.ok(!names.includes("SLIPWAY_TEST_LEAK"));
+      assert.ok(!ctx.text("build").includes("server-secret"));
+      // The deployment's own HOME, shown as the app sees it: no host path reaches the log.
+      assert.ok(ctx.lines.build.includes("HOME=/home/app"), ctx.text("build"));
+      assert.ok(ctx.lines.build.includes("npm_config_cache=/home/app/.npm"), ctx.text("build"));
+      assert.ok(!ctx.text("build").includes(dataDir));
+    } finally {
+      delete process.env.SLIPWAY_TEST_LEAK;
+    }
+  });
+
+  it("an abort mid-build kills the whole process group and leaves no directory", async () => {
+    const dataDir = tempDir();
+    const pidFile = join(tempDir(), "sleeper.pid");
+    const rt = newRuntime(dataDir);
+    const s = spec(
+      { kind: "directory", path: writeApp(tempDir()) },
+      { installCommand: `sleep 60 & echo $! > ${pidFile}; echo building; wait` },
+    );
+    const ctx = phase();
+    await rt.prepare(s, ctx);
+    const building = rt.build(s, ctx);
+    await waitFor("the build to start", () => ctx.lines.build.includes("building"));
+    const sleeper = Number(readFileSync(pidFile, "utf8"));
+    assert.equal(alive(sleeper), true);
+    ctx.abort.abort(new Error("interrupted by request"));
+    await assert.rejects(building, /interrupted by request/);
+    assert.equal(alive(sleeper), false);
+    assert.equal(existsSync(join(dataDir, "apps", s.deploymentId, s.revisionId)), false);
+  });
+});
