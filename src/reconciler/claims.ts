@@ -1,6 +1,6 @@
 import { sql } from "drizzle-orm";
 import { type Executor, rows } from "../db/client.ts";
-import type { RevisionStatus } from "../resources/revisions/states.ts";
+import type { RevisionStatus } from "./states.ts";
 import { CLAIMABLE, leaseInterval, statusList } from "./statuses.ts";
 
 export interface ClaimedRevision {

@@ -5,13 +5,6 @@ import type { FastifyBaseLogger } from "fastify";
 import type { Config } from "../config.ts";
 import type { Keyring } from "../crypto/envelope.ts";
 import { type Database, type Executor, rows } from "../db/client.ts";
-import {
-  assertTransition,
-  isTerminal,
-  type RevisionStatus,
-  statusMessage,
-  TERMINAL_REVISION_STATUSES,
-} from "../resources/revisions/states.ts";
 import type { Activation, PhaseContext, RevisionSpec, Runtime } from "../runtimes/interface.ts";
 import { AppDatabases } from "./app-database.ts";
 import {
@@ -28,6 +21,13 @@ import { failureStatus, isRuntimeFailure, LostClaim, messageOf, phaseFailure } f
 import { DEFAULT_LOG_CAP, LOGS_CHANNEL, RevisionLogSink } from "./log-sink.ts";
 import { resolveSecretReferences } from "./secret-refs.ts";
 import type { SourceResolver } from "./sources.ts";
+import {
+  assertTransition,
+  isTerminal,
+  type RevisionStatus,
+  statusMessage,
+  TERMINAL_REVISION_STATUSES,
+} from "./states.ts";
 import { MID_WAY, statusList } from "./statuses.ts";
 import { moveDeployment, moveRevision } from "./transitions.ts";
 import { loadWork, type RevisionWork, revisionSecrets, textField } from "./work.ts";

@@ -1,5 +1,5 @@
 import type { AppDeps } from "../deps.ts";
-import { removeDeployment } from "../resources/deployments/delete.ts";
+import { removeDeployment } from "../resources/deployments/store.ts";
 import { LocalRuntime } from "../runtimes/local/runtime.ts";
 import { Reconciler, type ReconcilerLogger } from "./reconciler.ts";
 import { sourceResolver } from "./sources.ts";

@@ -1,5 +1,5 @@
 import { sql } from "drizzle-orm";
-import type { RevisionStatus } from "../resources/revisions/states.ts";
+import type { RevisionStatus } from "./states.ts";
 
 /** Statuses a worker can pick up: in progress, or UNKNOWN (a fault or a dead worker) to retry. */
 export const CLAIMABLE: readonly RevisionStatus[] = [

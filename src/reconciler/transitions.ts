@@ -7,7 +7,7 @@ import {
   isTerminal,
   type RevisionStatus,
   statusMessage,
-} from "../resources/revisions/states.ts";
+} from "./states.ts";
 import { leaseInterval } from "./statuses.ts";
 
 export interface RevisionMove {

@@ -2,7 +2,7 @@ import { sql } from "drizzle-orm";
 import type { Keyring } from "../crypto/envelope.ts";
 import { encryptionContext } from "../crypto/registry.ts";
 import { type Executor, rows } from "../db/client.ts";
-import type { DeploymentStatus, RevisionStatus } from "../resources/revisions/states.ts";
+import type { DeploymentStatus, RevisionStatus } from "./states.ts";
 
 /** A revision with what the reconciler needs of its deployment, read in one query. */
 export interface RevisionWork {

@@ -1,8 +1,8 @@
 import { sql } from "drizzle-orm";
 import { type Executor, rows } from "../../db/client.ts";
 import { isUniqueViolation } from "../../db/errors.ts";
+import { isoSql } from "../../db/sql.ts";
 import { conflict, invalid, notFound } from "../../http/errors.ts";
-import { isoSql } from "../deployments/record.ts";
 import type { DeploymentTag, TagKey, TagValue } from "./schema.ts";
 
 /** Tag keys belong to a workspace; values to a key; taggings join a deployment and a value of its workspace. */

@@ -1,7 +1,7 @@
 import { sql } from "drizzle-orm";
 import { type Executor, rows } from "../../db/client.ts";
+import { isoSql } from "../../db/sql.ts";
 import { notFound } from "../../http/errors.ts";
-import { isoSql } from "../deployments/record.ts";
 import type { ListTracingProjectsQuery, TracingProject } from "./schema.ts";
 
 const SELECT = sql.raw(
