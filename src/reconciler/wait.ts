@@ -1,6 +1,6 @@
 import { sql } from "drizzle-orm";
 import { type Database, rows } from "../db/client.ts";
-import { STATUS_CHANNEL } from "./reconciler.ts";
+import { STATUS_CHANNEL } from "./context.ts";
 import { isTerminal, type RevisionStatus } from "./states.ts";
 
 /**

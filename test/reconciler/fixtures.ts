@@ -168,7 +168,7 @@ export function makeReconciler(
     config: reconcilerConfig(ctx),
     db: ctx.db,
     keyring: ctx.keyring,
-    runtime,
+    runtimes: { local: runtime },
     resolveSource: directorySource,
     removeDeployment,
     ...opts,

@@ -1,6 +1,6 @@
 import { type SQL, sql } from "drizzle-orm";
 import { type Executor, type Reader, rows } from "../../db/client.ts";
-import { isoSql, uuidList } from "../../db/sql.ts";
+import { isoSql } from "../../db/sql.ts";
 import { assertDeploymentTransition, type DeploymentStatus } from "../../reconciler/states.ts";
 import type { Deployment, DeploymentType, SecretReference, Source } from "./schema.ts";
 
@@ -179,10 +179,7 @@ export async function pointAtRevision(
   );
 }
 
-/**
- * Moves a deployment's status along its transitions table, only if it is still in `from`.
- * `at` is the change's time (the database's clock when absent).
- */
+/** Moves the status along the transitions table if still `from`; `at` defaults to the database's clock. */
 export async function moveDeployment(
   exec: Executor,
   id: string,
@@ -211,15 +208,18 @@ export async function removeDeployment(exec: Executor, id: string): Promise<bool
   return removed.length > 0;
 }
 
-// ── what the reconciler reads and records ────────────────────────────────────────────────────
+// ── what the reconciler records ────────────────────────────────────────────────────────────
 
-/** The revision now serves the deployment at `url`; an image revision also names its version. */
+/**
+ * The revision now serves the deployment at `url`; an image revision also names its version
+ * (null: the image names none), other revisions leave it as it was (undefined).
+ */
 export async function activateRevision(
   exec: Executor,
   id: string,
   revisionId: string,
   url: string,
-  imageVersion: string | undefined,
+  imageVersion: string | null | undefined,
 ): Promise<void> {
   await exec.execute(
     sql`UPDATE deployments
@@ -231,50 +231,6 @@ export async function activateRevision(
   if (imageVersion !== undefined) {
     await exec.execute(sql`UPDATE deployments SET image_version = ${imageVersion} WHERE id = ${id}`);
   }
-}
-
-export async function activeRevisionOf(exec: Reader, id: string): Promise<string | null> {
-  const [row] = await rows<{ active_revision_id: string | null }>(
-    exec,
-    sql`SELECT active_revision_id FROM deployments WHERE id = ${id}`,
-  );
-  return row?.active_revision_id ?? null;
-}
-
-export interface ActiveDeployment {
-  id: string;
-  status: DeploymentStatus;
-  active_revision_id: string;
-}
-
-/** Deployments with an active revision that are not being deleted (what a restart brings back). */
-export function activeDeployments(exec: Reader): Promise<ActiveDeployment[]> {
-  return rows<ActiveDeployment>(
-    exec,
-    sql`SELECT id, status, active_revision_id FROM deployments
-         WHERE active_revision_id IS NOT NULL AND status <> 'AWAITING_DELETE'`,
-  );
-}
-
-/** Of those, the ones whose health decides between READY and UNKNOWN. */
-export function checkedDeployments(exec: Reader): Promise<{ id: string; status: "READY" | "UNKNOWN" }[]> {
-  return rows(
-    exec,
-    sql`SELECT id, status FROM deployments
-         WHERE active_revision_id IS NOT NULL AND status IN ('READY', 'UNKNOWN')`,
-  );
-}
-
-/** Status and active revision of some deployments (missing ones were removed). */
-export function deploymentStates(
-  exec: Reader,
-  ids: readonly string[],
-): Promise<{ id: string; status: DeploymentStatus; active_revision_id: string | null }[]> {
-  if (ids.length === 0) return Promise.resolve([]);
-  return rows(
-    exec,
-    sql`SELECT id, status, active_revision_id FROM deployments WHERE id IN (${uuidList(ids)})`,
-  );
 }
 
 /** The database a deployment's app uses (reconciler/app-database.ts provisions it). */
@@ -297,10 +253,7 @@ export async function databasePasswordEnc(exec: Executor, id: string, fresh: str
 
 // ── idempotency keys of POST /v2/deployments ─────────────────────────────────────────────────
 
-/**
- * Claims the key (a new row, or one older than `window` taken over); false when a live row holds
- * it. A concurrent claim of the same key waits on the row until this transaction ends.
- */
+/** Claims the key (new, or older than `window`); false when a live row holds it (idempotency.ts). */
 export async function claimKey(
   tx: Executor,
   workspaceId: string,
