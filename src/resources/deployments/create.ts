@@ -4,7 +4,7 @@ import { constraintOf, isUniqueViolation } from "../../db/errors.ts";
 import type { AppDeps } from "../../deps.ts";
 import { conflict, ValidationFailed, type ValidationItem } from "../../http/errors.ts";
 import { findTemplate } from "../../templates/catalog.ts";
-import { attachTracingProject } from "../tracing-projects/service.ts";
+import { attachTracingProject } from "../tracing-projects/store.ts";
 import { verifyUploadedTarball } from "../uploads/verify.ts";
 import { claimIdempotencyKey, requestHash, saveIdempotentResponse } from "./idempotency.ts";
 import { findDeployment } from "./record.ts";

@@ -2,7 +2,7 @@ import type { Executor } from "../../db/client.ts";
 import type { AppDeps } from "../../deps.ts";
 import { notFound } from "../../http/errors.ts";
 import type { DeploymentStatus } from "../../reconciler/states.ts";
-import { deleteTracingProjects, detachTracingProjects } from "../tracing-projects/service.ts";
+import { deleteTracingProjects, detachTracingProjects } from "../tracing-projects/store.ts";
 import type { Caller } from "./create.ts";
 import type { BulkDeleteResult } from "./delete-schema.ts";
 import { lockDeployment, moveDeployment, removeDeployment } from "./store.ts";
