@@ -1,9 +1,9 @@
 import { randomBytes } from "node:crypto";
-import { sql } from "drizzle-orm";
 import pg from "pg";
 import type { Keyring } from "../crypto/envelope.ts";
 import { encryptionContext } from "../crypto/registry.ts";
-import { type Executor, rows } from "../db/client.ts";
+import type { Executor } from "../db/client.ts";
+import { databasePasswordEnc, setDatabaseName } from "../resources/deployments/store.ts";
 
 /** Role and database name of a deployment's own database: derived from its id, always a safe identifier. */
 export function appDatabaseName(deploymentId: string): string {
@@ -72,7 +72,7 @@ export class AppDatabases {
         await c.query(`CREATE DATABASE ${ident} OWNER ${ident}`).catch(ignoreCode("42P04"));
       }
     });
-    await exec.execute(sql`UPDATE deployments SET database_name = ${name} WHERE id = ${deploymentId}`);
+    await setDatabaseName(exec, deploymentId, name);
     return { name, password, uri: this.uriFor(name, password) };
   }
 
@@ -88,16 +88,13 @@ export class AppDatabases {
   /** The stored password, or a new one stored first (the first writer wins a race). */
   private async password(exec: Executor, deploymentId: string): Promise<string> {
     const fresh = randomBytes(24).toString("hex");
-    await exec.execute(
-      sql`UPDATE deployments SET database_password_enc = ${this.keyring.encrypt(fresh, context(deploymentId))}
-           WHERE id = ${deploymentId} AND database_password_enc IS NULL`,
-    );
-    const [row] = await rows<{ enc: string | null }>(
+    const enc = await databasePasswordEnc(
       exec,
-      sql`SELECT database_password_enc AS enc FROM deployments WHERE id = ${deploymentId}`,
+      deploymentId,
+      this.keyring.encrypt(fresh, context(deploymentId)),
     );
-    if (!row?.enc) throw new Error(`deployment ${deploymentId} is gone`);
-    return this.keyring.decrypt(row.enc, context(deploymentId));
+    if (!enc) throw new Error(`deployment ${deploymentId} is gone`);
+    return this.keyring.decrypt(enc, context(deploymentId));
   }
 }
 

@@ -1,5 +1,5 @@
-import { sql } from "drizzle-orm";
 import type { Database } from "../db/client.ts";
+import { appendLogLines } from "../resources/revision-logs/store.ts";
 import type { LogStream } from "../runtimes/interface.ts";
 import { redactor } from "./redact.ts";
 
@@ -75,20 +75,46 @@ export class RevisionLogSink {
   }
 
   private async write(batch: Pending[]): Promise<void> {
-    const rid = this.revisionId;
-    await this.db.orm.execute(
-      sql`INSERT INTO revision_logs (revision_id, stream, at, line)
-          SELECT ${rid}::uuid, t.stream, t.at, t.line
-            FROM jsonb_to_recordset(${JSON.stringify(batch)}::jsonb) AS t(stream text, at timestamptz, line text)`,
-    );
-    for (const stream of new Set(batch.map((b) => b.stream))) {
-      await this.db.orm.execute(
-        sql`DELETE FROM revision_logs
-             WHERE revision_id = ${rid}::uuid AND stream = ${stream}
-               AND id <= (SELECT id FROM revision_logs WHERE revision_id = ${rid}::uuid AND stream = ${stream}
-                           ORDER BY id DESC OFFSET ${this.cap} LIMIT 1)`,
-      );
+    await appendLogLines(this.db.orm, this.revisionId, batch, this.cap);
+    await this.db.notify(LOGS_CHANNEL, this.revisionId);
+  }
+}
+
+/** This process's open sinks by revision: one per revision, kept while its app may still write. */
+export class LogSinks {
+  private readonly open = new Map<string, RevisionLogSink>();
+
+  constructor(
+    private readonly db: Database,
+    private readonly cap: number,
+    private readonly onError: (err: unknown, revisionId: string) => void,
+  ) {}
+
+  /** The revision's sink (opened now if need be), redacting `secrets` from here on. */
+  for(revisionId: string, secrets: Iterable<string>): RevisionLogSink {
+    let sink = this.open.get(revisionId);
+    if (sink) {
+      sink.setSecrets(secrets);
+      return sink;
     }
-    await this.db.notify(LOGS_CHANNEL, rid);
+    sink = new RevisionLogSink(this.db, revisionId, secrets, this.cap, (err) =>
+      this.onError(err, revisionId),
+    );
+    this.open.set(revisionId, sink);
+    return sink;
+  }
+
+  get(revisionId: string): RevisionLogSink | undefined {
+    return this.open.get(revisionId);
+  }
+
+  /** Flushes and forgets a revision's sink (its app no longer runs here). */
+  async close(revisionId: string): Promise<void> {
+    await this.open.get(revisionId)?.close();
+    this.open.delete(revisionId);
+  }
+
+  async closeAll(): Promise<void> {
+    await Promise.allSettled([...this.open.values()].map((s) => s.close()));
   }
 }

@@ -1,7 +1,7 @@
 import type { AppDeps } from "../deps.ts";
-import { removeDeployment } from "../resources/deployments/delete.ts";
 import { LocalRuntime } from "../runtimes/local/runtime.ts";
-import { Reconciler, type ReconcilerLogger } from "./reconciler.ts";
+import type { ReconcilerLogger } from "./context.ts";
+import { Reconciler } from "./reconciler.ts";
 import { sourceResolver } from "./sources.ts";
 
 export interface RunningReconciler {
@@ -36,9 +36,8 @@ export async function startReconciler(deps: AppDeps, logger: ReconcilerLogger): 
     config: bound,
     db: deps.db,
     keyring: deps.keyring,
-    runtime,
+    runtimes: { local: runtime },
     resolveSource: sourceResolver({ ...deps, config: bound }),
-    removeDeployment,
     logger,
   });
   try {

@@ -5,7 +5,7 @@ import { encryptionContext } from "../../src/crypto/registry.ts";
 import { rows } from "../../src/db/client.ts";
 import { Reconciler, type ReconcilerOptions } from "../../src/reconciler/reconciler.ts";
 import type { SourceResolver } from "../../src/reconciler/sources.ts";
-import { removeDeployment } from "../../src/resources/deployments/delete.ts";
+import { removeDeployment } from "../../src/resources/deployments/store.ts";
 import type { Runtime } from "../../src/runtimes/interface.ts";
 import type { TestContext } from "./harness.ts";
 
@@ -168,7 +168,7 @@ export function makeReconciler(
     config: reconcilerConfig(ctx),
     db: ctx.db,
     keyring: ctx.keyring,
-    runtime,
+    runtimes: { local: runtime },
     resolveSource: directorySource,
     removeDeployment,
     ...opts,

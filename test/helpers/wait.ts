@@ -1,7 +1,7 @@
 import { sql } from "drizzle-orm";
 import { type Database, rows } from "../../src/db/client.ts";
-import { STATUS_CHANNEL } from "../../src/reconciler/reconciler.ts";
-import { isTerminal, type RevisionStatus } from "../../src/resources/revisions/states.ts";
+import { STATUS_CHANNEL } from "../../src/reconciler/context.ts";
+import { isTerminal, type RevisionStatus } from "../../src/reconciler/states.ts";
 
 /**
  * Resolves with a revision's status once it is terminal (or one of `until`), woken by the

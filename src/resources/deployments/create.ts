@@ -1,16 +1,15 @@
 import { randomUUID } from "node:crypto";
-import { sql } from "drizzle-orm";
 import { verifyCodehostSource } from "../../codehost/verify.ts";
 import { constraintOf, isUniqueViolation } from "../../db/errors.ts";
 import type { AppDeps } from "../../deps.ts";
 import { conflict, ValidationFailed, type ValidationItem } from "../../http/errors.ts";
 import { findTemplate } from "../../templates/catalog.ts";
-import { attachTracingProject } from "../tracing-projects/service.ts";
+import { attachTracingProject } from "../tracing-projects/store.ts";
 import { verifyUploadedTarball } from "../uploads/verify.ts";
 import { claimIdempotencyKey, requestHash, saveIdempotentResponse } from "./idempotency.ts";
 import { findDeployment } from "./record.ts";
 import { resolveResourceSpec } from "./resource-spec.ts";
-import { insertRevision, type LockedDeployment } from "./revision-writer.ts";
+import { insertRevision } from "./revision-writer.ts";
 import {
   checkName,
   checkResourceSpec,
@@ -27,6 +26,7 @@ import {
 } from "./rules.ts";
 import type { CreateDeploymentBody, Deployment, DeploymentType, SourceConfigBody } from "./schema.ts";
 import { encryptPendingSecrets } from "./secrets.ts";
+import { insertDeployment, type LockedDeployment } from "./store.ts";
 
 export interface Caller {
   organizationId: string;
@@ -154,14 +154,20 @@ export async function createDeployment(
         });
     const pendingSecrets = makesRevision ? null : encryptPendingSecrets(deps.keyring, id, secrets);
     try {
-      await tx.execute(
-        sql`INSERT INTO deployments (id, organization_id, workspace_id, name, source, deployment_type, source_config,
-                                     image_version, remote_reconciled, pending_revision, pending_secrets_enc,
-                                     created_at, updated_at)
-            VALUES (${id}, ${caller.organizationId}, ${caller.workspaceId}, ${body.name}, ${body.source},
-                    ${deploymentType}, ${JSON.stringify(storedConfig)}::jsonb, ${body.image_version ?? null},
-                    ${isSet(sc.listener_id)}, ${pendingRevision}::jsonb, ${pendingSecrets}, ${at}, ${at})`,
-      );
+      await insertDeployment(tx, {
+        id,
+        organizationId: caller.organizationId,
+        workspaceId: caller.workspaceId,
+        name: body.name,
+        source: body.source,
+        deploymentType,
+        sourceConfig: storedConfig,
+        imageVersion: body.image_version ?? null,
+        remoteReconciled: isSet(sc.listener_id),
+        pendingRevision,
+        pendingSecretsEnc: pendingSecrets,
+        at,
+      });
     } catch (err) {
       if (isUniqueViolation(err) && constraintOf(err) === "deployments_workspace_name_key") {
         throw conflict(`A deployment named "${body.name}" already exists in this workspace.`);

@@ -1,25 +1,11 @@
-import { sql } from "drizzle-orm";
-import { type Executor, rows } from "../../db/client.ts";
+import type { Executor } from "../../db/client.ts";
 import type { AppDeps } from "../../deps.ts";
 import { notFound } from "../../http/errors.ts";
-import { assertDeploymentTransition, type DeploymentStatus } from "../revisions/states.ts";
-import { deleteTracingProjects, detachTracingProjects } from "../tracing-projects/service.ts";
+import type { DeploymentStatus } from "../../reconciler/states.ts";
+import { deleteTracingProjects, detachTracingProjects } from "../tracing-projects/store.ts";
 import type { Caller } from "./create.ts";
 import type { BulkDeleteResult } from "./delete-schema.ts";
-import { lockDeployment } from "./revision-writer.ts";
-
-/**
- * Removes a deployment that is AWAITING_DELETE, with its revisions, secrets and taggings (the
- * foreign keys cascade); its tracing project stays, detached. The reconciler calls this once the
- * runtime has torn the deployment down. Returns whether a row was removed.
- */
-export async function removeDeployment(exec: Executor, id: string): Promise<boolean> {
-  const removed = await rows<{ id: string }>(
-    exec,
-    sql`DELETE FROM deployments WHERE id = ${id} AND status = 'AWAITING_DELETE' RETURNING id`,
-  );
-  return removed.length > 0;
-}
+import { lockDeployment, moveDeployment, removeDeployment } from "./store.ts";
 
 export interface DeleteOptions {
   /** Delete the tracing project too, instead of keeping it detached. */
@@ -28,9 +14,10 @@ export interface DeleteOptions {
 
 /**
  * One deployment of the caller's workspace into AWAITING_DELETE with its tracing project detached
- * (or deleted), inside the caller's transaction. Deleting again while the teardown runs changes
- * nothing. Without a reconciler nothing has to be torn down, so the row goes at once. Returns
- * false when the workspace has no such deployment.
+ * (or deleted), inside the caller's transaction; the reconciler removes the row once the runtime
+ * has torn the deployment down. Deleting again while the teardown runs changes nothing. Without a
+ * reconciler nothing has to be torn down, so the row goes at once. Returns false when the
+ * workspace has no such deployment.
  */
 async function markForDeletion(
   tx: Executor,
@@ -41,11 +28,7 @@ async function markForDeletion(
   const d = await lockDeployment(tx, caller.workspaceId, id);
   if (!d) return false;
   if (d.status !== "AWAITING_DELETE") {
-    assertDeploymentTransition(d.status as DeploymentStatus, "AWAITING_DELETE");
-    await tx.execute(
-      sql`UPDATE deployments SET status = 'AWAITING_DELETE', updated_at = ${new Date().toISOString()}
-           WHERE id = ${id}`,
-    );
+    await moveDeployment(tx, id, d.status as DeploymentStatus, "AWAITING_DELETE", new Date().toISOString());
     await detachTracingProjects(tx, id);
   }
   if (opts.deleteTracingProject) await deleteTracingProjects(tx, caller.workspaceId, id, d.name);

@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
-import { sql } from "drizzle-orm";
-import { type Executor, rows } from "../../db/client.ts";
+import type { Executor } from "../../db/client.ts";
 import { invalid } from "../../http/errors.ts";
+import { claimKey, saveKeyResponse, storedKey } from "./store.ts";
 
 /** Replays of POST /v2/deployments: the same key and body within this window get the first response. */
 const WINDOW = "24 hours";
@@ -46,20 +46,8 @@ export async function claimIdempotencyKey(
   key: string,
   hash: string,
 ): Promise<StoredResponse | undefined> {
-  const claimed = await rows<{ key: string }>(
-    tx,
-    sql`INSERT INTO idempotency_keys (workspace_id, key, request_hash) VALUES (${workspaceId}, ${key}, ${hash})
-        ON CONFLICT (workspace_id, key) DO UPDATE
-          SET request_hash = EXCLUDED.request_hash, status_code = NULL, response = NULL, created_at = now()
-          WHERE idempotency_keys.created_at < now() - ${WINDOW}::interval
-        RETURNING key`,
-  );
-  if (claimed.length > 0) return undefined;
-  const [prior] = await rows<{ request_hash: string; status_code: number | null; response: unknown }>(
-    tx,
-    sql`SELECT request_hash, status_code, response FROM idempotency_keys
-         WHERE workspace_id = ${workspaceId} AND key = ${key}`,
-  );
+  if (await claimKey(tx, workspaceId, key, hash, WINDOW)) return undefined;
+  const prior = await storedKey(tx, workspaceId, key);
   if (!prior || prior.request_hash !== hash || prior.status_code === null) {
     throw invalid(LOC, "This Idempotency-Key was already used with another request body.");
   }
@@ -72,8 +60,5 @@ export async function saveIdempotentResponse(
   key: string,
   response: StoredResponse,
 ): Promise<void> {
-  await tx.execute(
-    sql`UPDATE idempotency_keys SET status_code = ${response.statusCode}, response = ${JSON.stringify(response.body)}::jsonb
-         WHERE workspace_id = ${workspaceId} AND key = ${key}`,
-  );
+  await saveKeyResponse(tx, workspaceId, key, response.statusCode, response.body);
 }

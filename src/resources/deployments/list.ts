@@ -1,10 +1,11 @@
 import { type SQL, sql } from "drizzle-orm";
 import type { Reader } from "../../db/client.ts";
 import { invalid } from "../../http/errors.ts";
-import { DEPLOYMENT_STATUSES } from "../revisions/states.ts";
+import { DEPLOYMENT_STATUSES } from "../../reconciler/states.ts";
 import { MAX_BULK_DELETE } from "./delete-schema.ts";
-import { selectDeployments } from "./record.ts";
+import { toDeployment } from "./record.ts";
 import type { DeploymentList, ListDeploymentsQuery } from "./schema.ts";
+import { selectDeploymentRows } from "./store.ts";
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 /** A page of at most 100 is asked for; a filter list is bounded too, so one query stays small. */
@@ -88,6 +89,7 @@ export async function listDeployments(
   workspaceId: string,
   q: ListDeploymentsQuery,
 ): Promise<DeploymentList> {
-  const resources = await selectDeployments(exec, listFilters(workspaceId, q), q.limit, q.offset);
+  const page = await selectDeploymentRows(exec, listFilters(workspaceId, q), q.limit, q.offset);
+  const resources = page.map(toDeployment);
   return { resources, offset: q.offset + resources.length };
 }

@@ -1,22 +1,16 @@
 import { isDeepStrictEqual } from "node:util";
-import { sql } from "drizzle-orm";
 import { verifyCodehostSource } from "../../codehost/verify.ts";
-import { type Executor, rows } from "../../db/client.ts";
+import type { Executor } from "../../db/client.ts";
 import type { AppDeps } from "../../deps.ts";
 import { badRequest, notFound, ValidationFailed, type ValidationItem } from "../../http/errors.ts";
 import { findTemplate } from "../../templates/catalog.ts";
+import { type LatestRevision, latestRevisionRow } from "../revisions/store.ts";
 import { verifyUploadedTarball } from "../uploads/verify.ts";
 import { type Caller, revisionValuesOf, specOf } from "./create.ts";
 import { checkIfMatch } from "./preconditions.ts";
 import { etagOf, findDeployment } from "./record.ts";
 import { resolveResourceSpec } from "./resource-spec.ts";
-import {
-  insertRevision,
-  type LockedDeployment,
-  lockDeployment,
-  type RevisionContent,
-  revisionValues,
-} from "./revision-writer.ts";
+import { insertRevision, type RevisionContent, revisionValues } from "./revision-writer.ts";
 import {
   checkResourceSpec,
   checkRevisionConfig,
@@ -32,16 +26,7 @@ import {
 } from "./rules.ts";
 import type { Deployment, PatchDeploymentBody, Secret, SecretReference, Source } from "./schema.ts";
 import { decryptPendingSecrets, readRevisionSecrets, unmask } from "./secrets.ts";
-
-/** The latest revision as a PATCH builds on it (secret values are read only under the lock). */
-interface LatestRevision {
-  id: string;
-  source: Source;
-  source_revision_config: Record<string, unknown>;
-  resource_spec: Record<string, unknown> | null;
-  secret_references: SecretReference[] | null;
-  secret_names: string[] | null;
-}
+import { type LockedDeployment, lockDeployment, peekDeployment, updateInPlace } from "./store.ts";
 
 interface State {
   deployment: LockedDeployment;
@@ -51,23 +36,10 @@ interface State {
 async function readState(exec: Executor, caller: Caller, id: string, lock: boolean): Promise<State> {
   const deployment = lock
     ? await lockDeployment(exec, caller.workspaceId, id)
-    : (
-        await rows<LockedDeployment>(
-          exec,
-          sql`SELECT id, organization_id, name, source, deployment_type, source_config, image_version, status,
-                   latest_revision_id, revision_count, pending_revision, pending_secrets_enc
-              FROM deployments WHERE id = ${id} AND workspace_id = ${caller.workspaceId}`,
-        )
-      )[0];
+    : await peekDeployment(exec, caller.workspaceId, id);
   if (!deployment) throw notFound("Deployment not found.");
   if (deployment.latest_revision_id === null) return { deployment, latest: null };
-  const [latest] = await rows<LatestRevision>(
-    exec,
-    sql`SELECT r.id, r.source, r.source_revision_config, r.resource_spec, r.secret_references,
-               (SELECT json_agg(s.name ORDER BY s.position) FROM revision_secrets s WHERE s.revision_id = r.id)
-                 AS secret_names
-          FROM revisions r WHERE r.id = ${deployment.latest_revision_id}`,
-  );
+  const latest = await latestRevisionRow(exec, deployment.latest_revision_id);
   return { deployment, latest: latest ?? null };
 }
 
@@ -288,11 +260,7 @@ export async function patchDeployment(
     const d = state.deployment;
     const now = new Date();
     if (plan.inPlaceChanged) {
-      await tx.execute(
-        sql`UPDATE deployments SET source_config = ${JSON.stringify(plan.sourceConfig)}::jsonb,
-                   image_version = ${plan.imageVersion}, updated_at = ${now.toISOString()}
-             WHERE id = ${id}`,
-      );
+      await updateInPlace(tx, id, plan.sourceConfig, plan.imageVersion, now.toISOString());
       d.source_config = plan.sourceConfig;
     }
     let revisionId: string | null = null;

@@ -1,53 +1,8 @@
 import { createHash } from "node:crypto";
-import { type SQL, sql } from "drizzle-orm";
-import { type Reader, rows } from "../../db/client.ts";
+import type { Reader } from "../../db/client.ts";
 import type { IN_PLACE_FIELDS, REVISION_FIELDS } from "./rules.ts";
-import {
-  type Deployment,
-  type DeploymentType,
-  MASK,
-  type SecretReference,
-  type Source,
-  type SourceConfig,
-  type SourceRevisionConfig,
-} from "./schema.ts";
-
-/** One deployment row joined with what its record shows of the latest revision. */
-export interface DeploymentRow {
-  id: string;
-  name: string;
-  source: Source;
-  deployment_type: DeploymentType;
-  source_config: Record<string, unknown>;
-  image_version: string | null;
-  status: Deployment["status"];
-  latest_revision_id: string | null;
-  active_revision_id: string | null;
-  workspace_id: string;
-  created_at: string;
-  updated_at: string;
-  rev_config: Record<string, unknown> | null;
-  rev_resource_spec: Record<string, unknown> | null;
-  rev_secret_references: SecretReference[] | null;
-  secret_names: string[] | null;
-}
-
-/** Timestamps as ISO 8601 text in SQL, so both drivers hand back the same strings. */
-export const isoSql = (column: string) =>
-  `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
-
-/** The columns a Deployment record needs: row `d`, latest revision `r`, secret names. */
-const RECORD_COLUMNS = `d.id, d.name, d.source, d.deployment_type, d.source_config,
-       d.image_version, d.status, d.latest_revision_id, d.active_revision_id, d.workspace_id,
-       ${isoSql("d.created_at")} AS created_at, ${isoSql("d.updated_at")} AS updated_at,
-       r.source_revision_config AS rev_config, r.resource_spec AS rev_resource_spec,
-       r.secret_references AS rev_secret_references,
-       (SELECT json_agg(s.name ORDER BY s.position) FROM revision_secrets s
-         WHERE s.revision_id = d.latest_revision_id) AS secret_names`;
-
-/** Everything a Deployment record needs, in one statement: row, latest revision, secret names. */
-export const DEPLOYMENT_SELECT = sql.raw(`SELECT ${RECORD_COLUMNS}
-  FROM deployments d LEFT JOIN revisions r ON r.id = d.latest_revision_id`);
+import { type Deployment, MASK, type SourceConfig, type SourceRevisionConfig } from "./schema.ts";
+import { type DeploymentRow, findDeploymentRow } from "./store.ts";
 
 const str = (v: unknown): string | null => (typeof v === "string" ? v : null);
 
@@ -103,18 +58,6 @@ export function etagOf(record: Deployment): string {
   return `"${createHash("sha256").update(JSON.stringify(record)).digest("base64url").slice(0, 32)}"`;
 }
 
-export async function findDeploymentRow(
-  exec: Reader,
-  workspaceId: string,
-  id: string,
-): Promise<DeploymentRow | undefined> {
-  const [row] = await rows<DeploymentRow>(
-    exec,
-    sql`${DEPLOYMENT_SELECT} WHERE d.id = ${id} AND d.workspace_id = ${workspaceId}`,
-  );
-  return row;
-}
-
 export async function findDeployment(
   exec: Reader,
   workspaceId: string,
@@ -122,24 +65,6 @@ export async function findDeployment(
 ): Promise<Deployment | undefined> {
   const row = await findDeploymentRow(exec, workspaceId, id);
   return row && toDeployment(row);
-}
-
-/**
- * One page of records. The page's ids are chosen first — an index-only scan over the list order
- * (the list indexes lead with workspace and filter columns), so skipped rows cost an index entry,
- * not a heap fetch and a join — and only the page's rows are read and joined with their revisions.
- */
-export async function selectDeployments(exec: Reader, where: SQL, limit: number, offset: number) {
-  const list = await rows<DeploymentRow>(
-    exec,
-    sql`SELECT ${sql.raw(RECORD_COLUMNS)}
-          FROM (SELECT d.id FROM deployments d WHERE ${where}
-                 ORDER BY d.created_at DESC, d.id DESC LIMIT ${limit} OFFSET ${offset}) page
-          JOIN deployments d ON d.id = page.id
-          LEFT JOIN revisions r ON r.id = d.latest_revision_id
-         ORDER BY d.created_at DESC, d.id DESC`,
-  );
-  return list.map(toDeployment);
 }
 
 /** Stored source_revision_config: all five keys, null when unset. */

@@ -2,7 +2,7 @@
 // its Kubernetes helper shapes) in one file, the single source of validation and of /openapi.json.
 import { type Static, type TSchema, Type } from "@sinclair/typebox";
 import { Count as CountInt, DateTime, Nullable, QueryLimit, QueryOffset, Uuid } from "../../http/schemas.ts";
-import { DEPLOYMENT_STATUSES } from "../revisions/states.ts";
+import { DEPLOYMENT_STATUSES } from "../../reconciler/states.ts";
 
 /** A string enum as one JSON Schema `enum` (one clear 422 item instead of a branch per value). */
 export function StringEnum<const T extends readonly string[]>(

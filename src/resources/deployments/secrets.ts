@@ -1,10 +1,15 @@
 import { randomUUID } from "node:crypto";
-import { sql } from "drizzle-orm";
 import type { Keyring } from "../../crypto/envelope.ts";
 import { encryptionContext } from "../../crypto/registry.ts";
-import { type Executor, rows } from "../../db/client.ts";
-import { revisionSecrets } from "../../db/schema/deployments.ts";
+import type { Executor, Reader } from "../../db/client.ts";
+import { insertSecretRows, secretRows } from "../revisions/store.ts";
 import { MASK, type Secret } from "./schema.ts";
+
+/**
+ * The one module that encrypts and decrypts secret values: a revision's (revision_secrets) and
+ * those a deployment keeps for its first revision (pending_secrets_enc). The rows are the
+ * revisions store's.
+ */
 
 /** Secret values are only ever stored as envelopes bound to their row (crypto/registry.ts). */
 const valueContext = (rowId: string) => encryptionContext("revision_secrets", "value_enc", rowId);
@@ -17,25 +22,26 @@ export async function insertRevisionSecrets(
   revisionId: string,
   secrets: Secret[],
 ): Promise<void> {
-  if (secrets.length === 0) return;
-  await exec.insert(revisionSecrets).values(
-    secrets.map((s, position) => {
+  await insertSecretRows(
+    exec,
+    revisionId,
+    secrets.map((s) => {
       const id = randomUUID();
-      return { id, revisionId, name: s.name, valueEnc: keyring.encrypt(s.value, valueContext(id)), position };
+      return { id, name: s.name, value_enc: keyring.encrypt(s.value, valueContext(id)) };
     }),
   );
 }
 
-/** A revision's secrets in their order, decrypted (only to copy them into a new revision). */
+/**
+ * A revision's secrets in their order, decrypted: to copy them into a new revision, or (the
+ * reconciler) into the app's environment and the log redactor.
+ */
 export async function readRevisionSecrets(
-  exec: Executor,
+  exec: Reader,
   keyring: Keyring,
   revisionId: string,
 ): Promise<Secret[]> {
-  const list = await rows<{ id: string; name: string; value_enc: string }>(
-    exec,
-    sql`SELECT id, name, value_enc FROM revision_secrets WHERE revision_id = ${revisionId} ORDER BY position`,
-  );
+  const list = await secretRows(exec, revisionId);
   return list.map((r) => ({ name: r.name, value: keyring.decrypt(r.value_enc, valueContext(r.id)) }));
 }
 

@@ -65,3 +65,16 @@ export async function listOrganizations(
   );
   return list.map(toOrganization);
 }
+
+/**
+ * The install's first (oldest) organization: the only one whose code may run where no sandbox is
+ * usable. Organizations are never deleted, so callers may keep the answer.
+ */
+export async function firstOrganizationId(orm: Orm): Promise<string | undefined> {
+  const [row] = await orm
+    .select({ id: organizations.id })
+    .from(organizations)
+    .orderBy(asc(organizations.createdAt), asc(organizations.id))
+    .limit(1);
+  return row?.id;
+}

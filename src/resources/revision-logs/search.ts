@@ -1,7 +1,7 @@
 import type { Executor } from "../../db/client.ts";
 import { invalid, notFound } from "../../http/errors.ts";
 import type { LogStream } from "../../runtimes/interface.ts";
-import { deploymentExists } from "../revisions/service.ts";
+import { deploymentExists } from "../deployments/store.ts";
 import type { LogLevel } from "./levels.ts";
 import type { LogPage, LogSearchBody } from "./schema.ts";
 import { type LogScope, queryLogs, revisionStatus } from "./service.ts";

@@ -1,9 +1,9 @@
 import { type SQL, sql } from "drizzle-orm";
 import { type Executor, rows } from "../../db/client.ts";
 import { notFound } from "../../http/errors.ts";
+import type { RevisionStatus } from "../../reconciler/states.ts";
 import type { LogStream } from "../../runtimes/interface.ts";
 import { likeEscape } from "../deployments/list.ts";
-import type { RevisionStatus } from "../revisions/states.ts";
 import { type LogLevel, levelOf } from "./levels.ts";
 import type { LogLine, LogsQuery } from "./schema.ts";
 

@@ -1,39 +1,21 @@
-import { type SQL, sql } from "drizzle-orm";
-import { type Reader, rows } from "../../db/client.ts";
-import type { StatusChange } from "../../db/schema/deployments.ts";
+import type { Reader } from "../../db/client.ts";
 import type { AppDeps } from "../../deps.ts";
 import { badRequest, notFound } from "../../http/errors.ts";
+import { isTerminal, REVISION_STATUSES, type RevisionStatus } from "../../reconciler/states.ts";
 import type { Caller } from "../deployments/create.ts";
 import { commaList } from "../deployments/list.ts";
-import { findDeployment, isoSql, toSourceRevisionConfig } from "../deployments/record.ts";
-import { insertRevision, lockDeployment, readRevisionContent } from "../deployments/revision-writer.ts";
-import type { Deployment, Source } from "../deployments/schema.ts";
+import { findDeployment, toSourceRevisionConfig } from "../deployments/record.ts";
+import { insertRevision, readRevisionContent } from "../deployments/revision-writer.ts";
+import type { Deployment } from "../deployments/schema.ts";
+import { deploymentExists, lockDeployment } from "../deployments/store.ts";
 import type { ListRevisionsQuery, Revision, RevisionList } from "./schema.ts";
 import {
-  assertTransition,
-  isTerminal,
-  REVISION_STATUSES,
-  type RevisionStatus,
-  statusMessage,
-} from "./states.ts";
-
-interface RevisionRow {
-  id: string;
-  created_at: string;
-  updated_at: string;
-  status: RevisionStatus;
-  source: Source;
-  source_revision_config: Record<string, unknown>;
-  deployment_id: string;
-  status_history: StatusChange[];
-  status_message: string | null;
-}
-
-/** Revisions of a deployment of the caller's workspace (the join is the tenancy check). */
-const SELECT =
-  sql.raw(`SELECT r.id, ${isoSql("r.created_at")} AS created_at, ${isoSql("r.updated_at")} AS updated_at,
-       r.status, r.source, r.source_revision_config, r.deployment_id, r.status_history, r.status_message
-  FROM revisions r JOIN deployments d ON d.id = r.deployment_id`);
+  findRevisionRow,
+  listRevisionRows,
+  lockRevisionStatus,
+  type RevisionRow,
+  writeRevisionStatus,
+} from "./store.ts";
 
 export function toRevision(row: RevisionRow): Revision {
   return {
@@ -53,14 +35,6 @@ export function toRevision(row: RevisionRow): Revision {
   };
 }
 
-export async function deploymentExists(exec: Reader, workspaceId: string, id: string): Promise<boolean> {
-  const found = await rows<{ id: string }>(
-    exec,
-    sql`SELECT id FROM deployments WHERE id = ${id} AND workspace_id = ${workspaceId}`,
-  );
-  return found.length > 0;
-}
-
 /** Newest first (by sequence number), optionally only some statuses. */
 export async function listRevisions(
   exec: Reader,
@@ -68,27 +42,22 @@ export async function listRevisions(
   deploymentId: string,
   q: ListRevisionsQuery,
 ): Promise<RevisionList> {
-  const where: SQL[] = [sql`d.workspace_id = ${workspaceId}`, sql`r.deployment_id = ${deploymentId}`];
-  if (q.status !== undefined) {
-    const statuses = commaList(
-      q.status,
-      "status",
-      (s) => (REVISION_STATUSES as readonly string[]).includes(s),
-      `a revision status (${REVISION_STATUSES.join(", ")})`,
-    );
-    where.push(
-      sql`r.status IN (${sql.join(
-        statuses.map((s) => sql`${s}`),
-        sql`, `,
-      )})`,
-    );
-  }
+  const statuses =
+    q.status === undefined
+      ? undefined
+      : commaList(
+          q.status,
+          "status",
+          (s) => (REVISION_STATUSES as readonly string[]).includes(s),
+          `a revision status (${REVISION_STATUSES.join(", ")})`,
+        );
   // No revision is applied by a remote listener (there are none yet): `true` matches nothing.
-  if (q.remote_reconciled === true) where.push(sql`false`);
-  const list = await rows<RevisionRow>(
-    exec,
-    sql`${SELECT} WHERE ${sql.join(where, sql` AND `)} ORDER BY r.seq DESC LIMIT ${q.limit} OFFSET ${q.offset}`,
-  );
+  const list = await listRevisionRows(exec, workspaceId, deploymentId, {
+    statuses,
+    none: q.remote_reconciled === true,
+    limit: q.limit,
+    offset: q.offset,
+  });
   // An empty page is only a 404 when the deployment itself is not there.
   if (list.length === 0 && !(await deploymentExists(exec, workspaceId, deploymentId))) {
     throw notFound("Deployment not found.");
@@ -102,10 +71,7 @@ export async function getRevision(
   deploymentId: string,
   revisionId: string,
 ): Promise<Revision> {
-  const [row] = await rows<RevisionRow>(
-    exec,
-    sql`${SELECT} WHERE d.workspace_id = ${workspaceId} AND r.deployment_id = ${deploymentId} AND r.id = ${revisionId}`,
-  );
+  const row = await findRevisionRow(exec, workspaceId, deploymentId, revisionId);
   if (!row) throw notFound("Revision not found.");
   return toRevision(row);
 }
@@ -143,26 +109,17 @@ export async function interruptRevision(
   revisionId: string,
 ): Promise<Revision> {
   const revision = await deps.db.orm.transaction(async (tx) => {
-    const [row] = await rows<{ status: RevisionStatus }>(
-      tx,
-      sql`SELECT r.status FROM revisions r JOIN deployments d ON d.id = r.deployment_id
-           WHERE d.workspace_id = ${caller.workspaceId} AND r.deployment_id = ${deploymentId} AND r.id = ${revisionId}
-           FOR UPDATE OF r`,
-    );
-    if (!row) throw notFound("Revision not found.");
-    if (isTerminal(row.status)) {
+    const status = await lockRevisionStatus(tx, caller.workspaceId, deploymentId, revisionId);
+    if (status === undefined) throw notFound("Revision not found.");
+    if (isTerminal(status)) {
       throw badRequest(
-        `The revision has already ended (${row.status}); only a running revision can be interrupted.`,
+        `The revision has already ended (${status}); only a running revision can be interrupted.`,
       );
     }
-    assertTransition(row.status, "INTERRUPTED");
-    const at = new Date().toISOString();
-    const change: StatusChange = { status: "INTERRUPTED", at, message: "Interrupted by request." };
-    await tx.execute(
-      sql`UPDATE revisions SET status = 'INTERRUPTED', interrupt_requested = true, updated_at = ${at},
-                 status_message = ${statusMessage("INTERRUPTED", change.message)},
-                 status_history = status_history || ${JSON.stringify([change])}::jsonb
-           WHERE id = ${revisionId}`,
+    await writeRevisionStatus(
+      tx,
+      { revisionId },
+      { from: [status], to: "INTERRUPTED", message: "Interrupted by request.", at: new Date().toISOString() },
     );
     return getRevision(tx, caller.workspaceId, deploymentId, revisionId);
   });

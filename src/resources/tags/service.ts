@@ -1,32 +1,29 @@
-import { sql } from "drizzle-orm";
-import { type Executor, rows } from "../../db/client.ts";
+import type { Executor } from "../../db/client.ts";
 import { isUniqueViolation } from "../../db/errors.ts";
 import { conflict, invalid, notFound } from "../../http/errors.ts";
-import { isoSql } from "../deployments/record.ts";
+import { deploymentExists } from "../deployments/store.ts";
 import type { DeploymentTag, TagKey, TagValue } from "./schema.ts";
+import {
+  deleteTagging,
+  deleteTagKeyRow,
+  deleteTagValueRow,
+  findTagging,
+  insertTagging,
+  insertTagKey,
+  insertTagValue,
+  taggingRows,
+  tagKeyExists,
+  tagKeyRows,
+  tagValueRows,
+} from "./store.ts";
 
-/** Tag keys belong to a workspace; values to a key; taggings join a deployment and a value of its workspace. */
-const KEY_COLS = sql.raw(`k.id, k.key, ${isoSql("k.created_at")} AS created_at`);
-const VALUE_COLS = sql.raw(`v.id, v.tag_key_id, v.value, ${isoSql("v.created_at")} AS created_at`);
-const TAGGING_SELECT = sql.raw(`SELECT t.deployment_id, t.tag_value_id, v.tag_key_id, k.key, v.value,
-       ${isoSql("t.created_at")} AS created_at
-  FROM deployment_tags t JOIN tag_values v ON v.id = t.tag_value_id JOIN tag_keys k ON k.id = v.tag_key_id
-  JOIN deployments d ON d.id = t.deployment_id`);
-
-export async function listTagKeys(exec: Executor, workspaceId: string): Promise<TagKey[]> {
-  return rows<TagKey>(
-    exec,
-    sql`SELECT ${KEY_COLS} FROM tag_keys k WHERE k.workspace_id = ${workspaceId} ORDER BY k.key, k.id`,
-  );
+export function listTagKeys(exec: Executor, workspaceId: string): Promise<TagKey[]> {
+  return tagKeyRows(exec, workspaceId);
 }
 
 export async function createTagKey(exec: Executor, workspaceId: string, key: string): Promise<TagKey> {
   try {
-    const [row] = await rows<TagKey>(
-      exec,
-      sql`INSERT INTO tag_keys AS k (workspace_id, key) VALUES (${workspaceId}, ${key}) RETURNING ${KEY_COLS}`,
-    );
-    return row as TagKey;
+    return await insertTagKey(exec, workspaceId, key);
   } catch (err) {
     if (isUniqueViolation(err)) throw conflict(`A tag key "${key}" already exists in this workspace.`);
     throw err;
@@ -35,28 +32,17 @@ export async function createTagKey(exec: Executor, workspaceId: string, key: str
 
 /** Deleting a key deletes its values and every tagging with them. */
 export async function deleteTagKey(exec: Executor, workspaceId: string, keyId: string): Promise<TagKey> {
-  const [row] = await rows<TagKey>(
-    exec,
-    sql`DELETE FROM tag_keys AS k WHERE k.id = ${keyId} AND k.workspace_id = ${workspaceId} RETURNING ${KEY_COLS}`,
-  );
+  const row = await deleteTagKeyRow(exec, workspaceId, keyId);
   if (!row) throw notFound("Tag key not found.");
   return row;
 }
 
 async function assertKey(exec: Executor, workspaceId: string, keyId: string): Promise<void> {
-  const found = await rows<{ id: string }>(
-    exec,
-    sql`SELECT id FROM tag_keys WHERE id = ${keyId} AND workspace_id = ${workspaceId}`,
-  );
-  if (found.length === 0) throw notFound("Tag key not found.");
+  if (!(await tagKeyExists(exec, workspaceId, keyId))) throw notFound("Tag key not found.");
 }
 
 export async function listTagValues(exec: Executor, workspaceId: string, keyId: string): Promise<TagValue[]> {
-  const list = await rows<TagValue>(
-    exec,
-    sql`SELECT ${VALUE_COLS} FROM tag_values v JOIN tag_keys k ON k.id = v.tag_key_id
-         WHERE k.id = ${keyId} AND k.workspace_id = ${workspaceId} ORDER BY v.value, v.id`,
-  );
+  const list = await tagValueRows(exec, workspaceId, keyId);
   if (list.length === 0) await assertKey(exec, workspaceId, keyId);
   return list;
 }
@@ -69,11 +55,7 @@ export async function createTagValue(
 ): Promise<TagValue> {
   await assertKey(exec, workspaceId, keyId);
   try {
-    const [row] = await rows<TagValue>(
-      exec,
-      sql`INSERT INTO tag_values AS v (tag_key_id, value) VALUES (${keyId}, ${value}) RETURNING ${VALUE_COLS}`,
-    );
-    return row as TagValue;
+    return await insertTagValue(exec, keyId, value);
   } catch (err) {
     if (isUniqueViolation(err)) throw conflict(`The tag key already has a value "${value}".`);
     throw err;
@@ -86,22 +68,13 @@ export async function deleteTagValue(
   keyId: string,
   valueId: string,
 ): Promise<TagValue> {
-  const [row] = await rows<TagValue>(
-    exec,
-    sql`DELETE FROM tag_values AS v USING tag_keys k
-         WHERE v.id = ${valueId} AND v.tag_key_id = ${keyId} AND k.id = v.tag_key_id AND k.workspace_id = ${workspaceId}
-         RETURNING ${VALUE_COLS}`,
-  );
+  const row = await deleteTagValueRow(exec, workspaceId, keyId, valueId);
   if (!row) throw notFound("Tag value not found.");
   return row;
 }
 
 async function assertDeployment(exec: Executor, workspaceId: string, deploymentId: string): Promise<void> {
-  const found = await rows<{ id: string }>(
-    exec,
-    sql`SELECT id FROM deployments WHERE id = ${deploymentId} AND workspace_id = ${workspaceId}`,
-  );
-  if (found.length === 0) throw notFound("Deployment not found.");
+  if (!(await deploymentExists(exec, workspaceId, deploymentId))) throw notFound("Deployment not found.");
 }
 
 export async function listDeploymentTags(
@@ -109,22 +82,9 @@ export async function listDeploymentTags(
   workspaceId: string,
   deploymentId: string,
 ): Promise<DeploymentTag[]> {
-  const list = await rows<DeploymentTag>(
-    exec,
-    sql`${TAGGING_SELECT} WHERE d.workspace_id = ${workspaceId} AND t.deployment_id = ${deploymentId}
-        ORDER BY k.key, v.value`,
-  );
+  const list = await taggingRows(exec, workspaceId, deploymentId);
   if (list.length === 0) await assertDeployment(exec, workspaceId, deploymentId);
   return list;
-}
-
-async function findTagging(exec: Executor, workspaceId: string, deploymentId: string, valueId: string) {
-  const [row] = await rows<DeploymentTag>(
-    exec,
-    sql`${TAGGING_SELECT} WHERE d.workspace_id = ${workspaceId} AND t.deployment_id = ${deploymentId}
-          AND t.tag_value_id = ${valueId}`,
-  );
-  return row;
 }
 
 export async function tagDeployment(
@@ -134,17 +94,10 @@ export async function tagDeployment(
   valueId: string,
 ): Promise<DeploymentTag> {
   await assertDeployment(exec, workspaceId, deploymentId);
-  // Only a value of this workspace's keys: another workspace's ids are as unknown as made-up ones.
-  const inserted = await rows<{ tag_value_id: string }>(
-    exec,
-    sql`INSERT INTO deployment_tags (deployment_id, tag_value_id)
-        SELECT ${deploymentId}, v.id FROM tag_values v JOIN tag_keys k ON k.id = v.tag_key_id
-         WHERE v.id = ${valueId} AND k.workspace_id = ${workspaceId}
-        ON CONFLICT DO NOTHING RETURNING tag_value_id`,
-  );
+  const inserted = await insertTagging(exec, workspaceId, deploymentId, valueId);
   const tagging = await findTagging(exec, workspaceId, deploymentId, valueId);
   if (!tagging) throw invalid(["body", "tag_value_id"], "Not a tag value of this workspace.");
-  if (inserted.length === 0) throw conflict("The deployment already has this tag value.");
+  if (!inserted) throw conflict("The deployment already has this tag value.");
   return tagging;
 }
 
@@ -156,8 +109,6 @@ export async function untagDeployment(
 ): Promise<DeploymentTag> {
   const tagging = await findTagging(exec, workspaceId, deploymentId, valueId);
   if (!tagging) throw notFound("The deployment does not have this tag value.");
-  await exec.execute(
-    sql`DELETE FROM deployment_tags WHERE deployment_id = ${deploymentId} AND tag_value_id = ${valueId}`,
-  );
+  await deleteTagging(exec, deploymentId, valueId);
   return tagging;
 }

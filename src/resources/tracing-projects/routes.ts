@@ -2,7 +2,8 @@ import { Type } from "@sinclair/typebox";
 import { workspaceOf } from "../../http/auth.ts";
 import type { App } from "../../http/types.ts";
 import { ListTracingProjectsQuery, TracingProject, TracingProjectParams } from "./schema.ts";
-import { getTracingProject, listTracingProjects } from "./service.ts";
+import { getTracingProject } from "./service.ts";
+import { listTracingProjects } from "./store.ts";
 
 const tags = ["tracing-projects"];
 

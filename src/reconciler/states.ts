@@ -113,3 +113,14 @@ export function statusMessage(status: RevisionStatus, reason: string | undefined
   const text = line === "" ? status : `${status}: ${line}`;
   return text.length > MAX_MESSAGE ? `${text.slice(0, MAX_MESSAGE - 1)}…` : text;
 }
+
+/** Statuses a worker can pick up: in progress, or UNKNOWN (a fault or a dead worker) to retry. */
+export const CLAIMABLE: readonly RevisionStatus[] = [...IN_PROGRESS, "UNKNOWN"];
+
+/** Statuses in which a worker was mid-way: a new claim restarts them from prepare. */
+export const MID_WAY: ReadonlySet<RevisionStatus> = new Set([
+  "AWAITING_BUILD",
+  "BUILDING",
+  "AWAITING_DEPLOY",
+  "DEPLOYING",
+]);

@@ -1,0 +1,56 @@
+import type { FastifyBaseLogger } from "fastify";
+import type { Config } from "../config.ts";
+import type { Keyring } from "../crypto/envelope.ts";
+import type { Database, Executor } from "../db/client.ts";
+import type { AppDatabases } from "./app-database.ts";
+import type { LogSinks } from "./log-sink.ts";
+import type { Runtimes } from "./runtimes.ts";
+import type { SourceResolver } from "./sources.ts";
+
+/** NOTIFY channel the API signals on new work (revisions, interrupts, deletions). */
+export const WORK_CHANNEL = "slipway_work";
+/** NOTIFY channel carrying a revision id after each of its status changes. */
+export const STATUS_CHANNEL = "slipway_status";
+
+export type ReconcilerLogger = Pick<FastifyBaseLogger, "info" | "warn" | "error">;
+
+/** A revision this process works on. */
+export interface Job {
+  deploymentId: string;
+  controller: AbortController;
+  done: Promise<void>;
+}
+
+/**
+ * What the parts of the reconciler (loop, driver, restore, teardown, leader) share: its
+ * handles and this process's bookkeeping. The loop (reconciler.ts) owns and fills it.
+ */
+export interface Worker {
+  readonly config: Config;
+  readonly db: Database;
+  readonly keyring: Keyring;
+  readonly runtimes: Runtimes;
+  readonly resolveSource: SourceResolver;
+  /** Removes a torn-down deployment's row. */
+  readonly removeDeployment: (exec: Executor, id: string) => Promise<unknown>;
+  readonly log: ReconcilerLogger;
+  readonly workerId: string;
+  readonly leaseMs: number;
+  readonly appDbs: AppDatabases | undefined;
+  /** Revisions in progress here, by id. */
+  readonly jobs: Map<string, Job>;
+  /** What this process's runtimes run: deployment → revision (deployed here, or restored at start). */
+  readonly served: Map<string, string>;
+  /** Deployments being restored right now (the health check leaves them alone). */
+  readonly restoring: Set<string>;
+  /** Teardowns in progress here, by deployment. */
+  readonly deletions: Map<string, Promise<void>>;
+  /** Switches to another process's deploy in progress here, by deployment. */
+  readonly following: Map<string, Promise<void>>;
+  /** Aborted at shutdown: restores and follows stop. */
+  readonly shutdown: AbortSignal;
+  readonly sinks: LogSinks;
+  stopped(): boolean;
+  /** Look for work again soon. */
+  wake(): void;
+}

@@ -1,0 +1,251 @@
+import { sql } from "drizzle-orm";
+import { type Database, type Executor, type Reader, rows } from "../db/client.ts";
+import { fromNow, sqlList, uuidList } from "../db/sql.ts";
+import { runtimeNameOf } from "./runtimes.ts";
+import { CLAIMABLE, type DeploymentStatus, type RevisionStatus } from "./states.ts";
+import type { RevisionWork } from "./work.ts";
+
+/**
+ * The reconciler's SQL: leases on revisions and teardown claims on deployments (the only writes
+ * on those tables outside their resources' stores, and only of the lease columns), what a worker
+ * reads of a revision, and the leader lock. Status and other columns go through the stores of
+ * resources/deployments and resources/revisions.
+ */
+
+/** Advisory-lock key of the leader's periodic work (health checks). */
+const LEADER_LOCK = 0x51177b5;
+
+export interface ClaimedRevision {
+  id: string;
+  status: RevisionStatus;
+}
+
+/**
+ * Leases up to `limit` revisions that need work and whose lease is free or expired. A revision
+ * waits while an older revision of its deployment is still in progress, so one deployment's
+ * revisions are built and switched in order. SKIP LOCKED lets any number of workers claim at once;
+ * a row another worker just leased is re-checked by PostgreSQL and no longer matches.
+ */
+export async function claimRevisions(
+  exec: Executor,
+  owner: string,
+  leaseMs: number,
+  limit: number,
+): Promise<ClaimedRevision[]> {
+  if (limit <= 0) return [];
+  return rows<ClaimedRevision>(
+    exec,
+    sql`UPDATE revisions SET lease_owner = ${owner}, lease_expires_at = ${fromNow(leaseMs)}
+         WHERE id IN (
+           SELECT r.id FROM revisions r JOIN deployments d ON d.id = r.deployment_id
+            WHERE r.status IN (${sqlList(CLAIMABLE)})
+              AND (r.lease_expires_at IS NULL OR r.lease_expires_at < now())
+              AND d.status <> 'AWAITING_DELETE'
+              AND NOT EXISTS (
+                SELECT 1 FROM revisions o
+                 WHERE o.deployment_id = r.deployment_id AND o.seq < r.seq
+                   AND o.status IN (${sqlList(CLAIMABLE)}))
+            ORDER BY r.created_at, r.seq
+            FOR UPDATE OF r SKIP LOCKED
+            LIMIT ${limit})
+           AND (lease_expires_at IS NULL OR lease_expires_at < now())
+         RETURNING id, status`,
+  );
+}
+
+/** Extends a lease; false when the revision was taken over or ended (interrupted, skipped). */
+export async function renewLease(
+  exec: Executor,
+  id: string,
+  owner: string,
+  leaseMs: number,
+): Promise<boolean> {
+  const done = await rows<{ id: string }>(
+    exec,
+    sql`UPDATE revisions SET lease_expires_at = ${fromNow(leaseMs)}
+         WHERE id = ${id} AND lease_owner = ${owner} AND status IN (${sqlList(CLAIMABLE)})
+         RETURNING id`,
+  );
+  return done.length === 1;
+}
+
+/** Gives a lease back; `retryInMs` keeps others off it until then (back-off after a fault). */
+export async function releaseLease(exec: Executor, id: string, owner: string, retryInMs = 0): Promise<void> {
+  await exec.execute(
+    sql`UPDATE revisions
+           SET lease_owner = NULL,
+               lease_expires_at = CASE WHEN ${retryInMs}::int > 0 THEN ${fromNow(retryInMs)} ELSE NULL END
+         WHERE id = ${id} AND lease_owner = ${owner}`,
+  );
+}
+
+/** Of the given revisions, those no longer leased to `owner` in a status that needs work. */
+export async function lostRevisions(exec: Reader, ids: string[], owner: string): Promise<string[]> {
+  if (ids.length === 0) return [];
+  const held = await rows<{ id: string }>(
+    exec,
+    sql`SELECT id FROM revisions
+         WHERE id IN (${uuidList(ids)}) AND lease_owner = ${owner} AND status IN (${sqlList(CLAIMABLE)})`,
+  );
+  const keep = new Set(held.map((r) => r.id));
+  return ids.filter((id) => !keep.has(id));
+}
+
+/** Whether a worker (here or elsewhere) still holds a live lease on one of the deployment's revisions. */
+export async function leaseHeld(exec: Reader, deploymentId: string): Promise<boolean> {
+  const busy = await rows<{ id: string }>(
+    exec,
+    sql`SELECT id FROM revisions WHERE deployment_id = ${deploymentId} AND lease_owner IS NOT NULL
+           AND lease_expires_at > now() LIMIT 1`,
+  );
+  return busy.length > 0;
+}
+
+export interface ClaimedDeletion {
+  id: string;
+  database_name: string | null;
+}
+
+/** Leases deployments waiting for teardown, the same way as revisions. */
+export async function claimDeletions(
+  exec: Executor,
+  owner: string,
+  leaseMs: number,
+  limit: number,
+): Promise<ClaimedDeletion[]> {
+  if (limit <= 0) return [];
+  return rows<ClaimedDeletion>(
+    exec,
+    sql`UPDATE deployments SET reconcile_owner = ${owner}, reconcile_expires_at = ${fromNow(leaseMs)}
+         WHERE id IN (
+           SELECT id FROM deployments
+            WHERE status = 'AWAITING_DELETE'
+              AND (reconcile_expires_at IS NULL OR reconcile_expires_at < now())
+            ORDER BY updated_at
+            FOR UPDATE SKIP LOCKED
+            LIMIT ${limit})
+           AND (reconcile_expires_at IS NULL OR reconcile_expires_at < now())
+         RETURNING id, database_name`,
+  );
+}
+
+/** Hands a deletion back to be retried after `retryInMs`. */
+export async function deferDeletion(
+  exec: Executor,
+  id: string,
+  owner: string,
+  retryInMs: number,
+): Promise<void> {
+  await exec.execute(
+    sql`UPDATE deployments SET reconcile_owner = NULL, reconcile_expires_at = ${fromNow(retryInMs)}
+         WHERE id = ${id} AND reconcile_owner = ${owner}`,
+  );
+}
+
+interface WorkRow {
+  id: string;
+  deployment_id: string;
+  seq: number;
+  status: RevisionStatus;
+  source: string;
+  source_revision_config: Record<string, unknown>;
+  resource_spec: Record<string, unknown> | null;
+  secret_references: unknown;
+  build_config: Record<string, unknown>;
+  attempts: number;
+  deployment_name: string;
+  deployment_status: DeploymentStatus;
+  deployment_source_config: Record<string, unknown>;
+  organization_id: string;
+  active_revision_id: string | null;
+}
+
+/** A revision with what the reconciler needs of its deployment, read in one query. */
+export async function loadWork(exec: Reader, revisionId: string): Promise<RevisionWork | undefined> {
+  const [r] = await rows<WorkRow>(
+    exec,
+    sql`SELECT r.id, r.deployment_id, r.seq, r.status, r.source, r.source_revision_config, r.resource_spec,
+               r.secret_references, r.build_config, r.attempts, d.name AS deployment_name, d.status AS deployment_status,
+               d.source_config AS deployment_source_config, d.organization_id, d.active_revision_id
+          FROM revisions r JOIN deployments d ON d.id = r.deployment_id
+         WHERE r.id = ${revisionId}`,
+  );
+  if (!r) return undefined;
+  return {
+    id: r.id,
+    deploymentId: r.deployment_id,
+    seq: r.seq,
+    status: r.status,
+    source: r.source,
+    runtime: runtimeNameOf(r),
+    sourceRevisionConfig: r.source_revision_config ?? {},
+    resourceSpec: r.resource_spec,
+    secretReferences: r.secret_references,
+    buildConfig: r.build_config ?? {},
+    attempts: r.attempts,
+    deploymentName: r.deployment_name,
+    deploymentStatus: r.deployment_status,
+    deploymentSourceConfig: r.deployment_source_config ?? {},
+    organizationId: r.organization_id,
+    activeRevisionId: r.active_revision_id,
+  };
+}
+
+// ── what a worker reads of deployments ─────────────────────────────────────────────────────────
+
+export async function activeRevisionOf(exec: Reader, id: string): Promise<string | null> {
+  const [row] = await rows<{ active_revision_id: string | null }>(
+    exec,
+    sql`SELECT active_revision_id FROM deployments WHERE id = ${id}`,
+  );
+  return row?.active_revision_id ?? null;
+}
+
+export interface ActiveDeployment {
+  id: string;
+  status: DeploymentStatus;
+  active_revision_id: string;
+}
+
+/** Deployments with an active revision that are not being deleted (what a restart brings back). */
+export function activeDeployments(exec: Reader): Promise<ActiveDeployment[]> {
+  return rows<ActiveDeployment>(
+    exec,
+    sql`SELECT id, status, active_revision_id FROM deployments
+         WHERE active_revision_id IS NOT NULL AND status <> 'AWAITING_DELETE'`,
+  );
+}
+
+/** Of those, the ones whose health decides between READY and UNKNOWN. */
+export function checkedDeployments(
+  exec: Reader,
+): Promise<{ id: string; status: "READY" | "UNKNOWN"; active_revision_id: string }[]> {
+  return rows(
+    exec,
+    sql`SELECT id, status, active_revision_id FROM deployments
+         WHERE active_revision_id IS NOT NULL AND status IN ('READY', 'UNKNOWN')`,
+  );
+}
+
+/** Status and active revision of some deployments (missing ones were removed). */
+export function deploymentStates(
+  exec: Reader,
+  ids: readonly string[],
+): Promise<{ id: string; status: DeploymentStatus; active_revision_id: string | null }[]> {
+  if (ids.length === 0) return Promise.resolve([]);
+  return rows(
+    exec,
+    sql`SELECT id, status, active_revision_id FROM deployments WHERE id IN (${uuidList(ids)})`,
+  );
+}
+
+/** Runs `fn` in a transaction only when this process is the leader (holds the advisory lock) now. */
+export async function asLeader(db: Database, fn: (tx: Executor) => Promise<void>): Promise<void> {
+  await db.orm.transaction(async (tx) => {
+    const [lock] = await rows<{ ok: boolean }>(
+      tx,
+      sql`SELECT pg_try_advisory_xact_lock(${LEADER_LOCK}) AS ok`,
+    );
+    if (lock?.ok) await fn(tx);
+  });
+}
