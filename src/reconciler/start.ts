@@ -35,7 +35,7 @@ export async function startReconciler(deps: AppDeps, logger: ReconcilerLogger): 
     db: deps.db,
     keyring: deps.keyring,
     runtime,
-    resolveSource: sourceResolver({ ...deps, config: bound }),
+    resolveSource: sourceResolver(deps.db.orm, config),
     removeDeployment,
     logger,
   });

@@ -1,6 +1,5 @@
 import { randomUUID } from "node:crypto";
 import { sql } from "drizzle-orm";
-import { verifyCodehostSource } from "../../codehost/verify.ts";
 import { constraintOf, isUniqueViolation } from "../../db/errors.ts";
 import type { AppDeps } from "../../deps.ts";
 import { conflict, ValidationFailed, type ValidationItem } from "../../http/errors.ts";
@@ -27,6 +26,7 @@ import {
 } from "./rules.ts";
 import type { CreateDeploymentBody, Deployment, DeploymentType, SourceConfigBody } from "./schema.ts";
 import { encryptPendingSecrets } from "./secrets.ts";
+import { verifyCodehost } from "./source-rules.ts";
 
 export interface Caller {
   organizationId: string;
@@ -123,7 +123,7 @@ export async function createDeployment(
 
   if (body.source === "codehost") {
     // Outside the transaction: the host may be slow, and the check reads with its own connection.
-    await verifyCodehostSource(deps, caller.organizationId, {
+    await verifyCodehost(deps.db.orm, deps.config, caller.organizationId, {
       integrationId: String(sc.integration_id),
       repoUrl: String(sc.repo_url),
       repoRef: String(values.repo_ref),

@@ -1,6 +1,5 @@
 import { isDeepStrictEqual } from "node:util";
 import { sql } from "drizzle-orm";
-import { verifyCodehostSource } from "../../codehost/verify.ts";
 import { type Executor, rows } from "../../db/client.ts";
 import type { AppDeps } from "../../deps.ts";
 import { badRequest, notFound, ValidationFailed, type ValidationItem } from "../../http/errors.ts";
@@ -32,6 +31,7 @@ import {
 } from "./rules.ts";
 import type { Deployment, PatchDeploymentBody, Secret, SecretReference, Source } from "./schema.ts";
 import { decryptPendingSecrets, readRevisionSecrets, unmask } from "./secrets.ts";
+import { verifyCodehost } from "./source-rules.ts";
 
 /** The latest revision as a PATCH builds on it (secret values are read only under the lock). */
 interface LatestRevision {
@@ -269,7 +269,7 @@ export async function patchDeployment(
     // The host check cannot run inside the transaction (it is slow and uses its own connection).
     const plan = planPatch(await readState(deps.db.orm, caller, id, false), body);
     if (plan.codehostCheck) {
-      await verifyCodehostSource(deps, caller.organizationId, plan.codehostCheck);
+      await verifyCodehost(deps.db.orm, deps.config, caller.organizationId, plan.codehostCheck);
       verified = plan.codehostCheck;
     }
   }
