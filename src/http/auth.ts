@@ -19,6 +19,15 @@ export interface Principal {
   tenantError: string | null;
 }
 
+/** A caller acting in one workspace (what `workspaceOf` resolves): deployments, revisions, uploads. */
+export interface WorkspaceCaller {
+  organizationId: string;
+  workspaceId: string;
+}
+
+/** A caller acting on its organization, held to the workspace its key is bound to (if any). */
+export type OrganizationCaller = Pick<Principal, "organizationId" | "boundWorkspaceId">;
+
 /** Per-route access rules, declared in the route's `config.auth`. */
 export interface RouteAuth {
   /** No API key needed (health, docs, OAuth browser callbacks, signed uploads). */
@@ -161,7 +170,7 @@ export function principalOf(request: FastifyRequest): Principal {
 }
 
 /** The workspace the request acts in; 403 when none can be resolved. */
-export function workspaceOf(request: FastifyRequest): { organizationId: string; workspaceId: string } {
+export function workspaceOf(request: FastifyRequest): WorkspaceCaller {
   const p = principalOf(request);
   if (p.workspaceId === null)
     throw forbidden(p.tenantError ?? "This request requires workspace specification.");

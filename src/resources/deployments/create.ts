@@ -2,8 +2,8 @@ import { randomUUID } from "node:crypto";
 import { sql } from "drizzle-orm";
 import { constraintOf, isUniqueViolation } from "../../db/errors.ts";
 import type { AppDeps } from "../../deps.ts";
+import type { WorkspaceCaller } from "../../http/auth.ts";
 import { conflict, ValidationFailed, type ValidationItem } from "../../http/errors.ts";
-import { findTemplate } from "../../templates/catalog.ts";
 import { attachTracingProject } from "../tracing-projects/service.ts";
 import { verifyUploadedTarball } from "../uploads/verify.ts";
 import { claimIdempotencyKey, requestHash, saveIdempotentResponse } from "./idempotency.ts";
@@ -13,25 +13,22 @@ import { insertRevision, type LockedDeployment } from "./revision-writer.ts";
 import {
   checkName,
   checkResourceSpec,
-  checkRevisionConfig,
-  checkSecretReferences,
   checkSecrets,
-  checkSourceConfig,
-  hasArtifacts,
   IN_PLACE_FIELDS,
   isSet,
-  isTagRef,
-  REVISION_FIELDS,
-  type RevisionValues,
+  revisionValuesOf,
 } from "./rules.ts";
 import type { CreateDeploymentBody, Deployment, DeploymentType, SourceConfigBody } from "./schema.ts";
 import { encryptPendingSecrets } from "./secrets.ts";
-import { verifyCodehost } from "./source-rules.ts";
-
-export interface Caller {
-  organizationId: string;
-  workspaceId: string;
-}
+import {
+  checkBuildOnPush,
+  checkRevisionConfig,
+  checkSecretReferencesFor,
+  checkSourceConfig,
+  checkTemplate,
+  hasArtifacts,
+  verifyCodehost,
+} from "./source-rules.ts";
 
 export interface CreateResult {
   body: Deployment;
@@ -43,15 +40,6 @@ export function specOf(sent: Record<string, unknown> | null | undefined): Record
   if (!sent) return null;
   const kept = Object.entries(sent).filter(([, v]) => v !== null && v !== undefined);
   return kept.length === 0 ? null : Object.fromEntries(kept);
-}
-
-export function revisionValuesOf(sent: Record<string, unknown> | null | undefined): RevisionValues {
-  const out = {} as RevisionValues;
-  for (const f of REVISION_FIELDS) {
-    const v = sent?.[f];
-    out[f] = typeof v === "string" ? v : null;
-  }
-  return out;
 }
 
 /** Where the apps are served: the server sets custom_url for every source but external_docker. */
@@ -78,7 +66,7 @@ function deploymentTypeOf(body: CreateDeploymentBody, items: ValidationItem[]): 
  */
 export async function createDeployment(
   deps: AppDeps,
-  caller: Caller,
+  caller: WorkspaceCaller,
   body: CreateDeploymentBody,
   idempotencyKey: string | undefined,
 ): Promise<CreateResult> {
@@ -95,30 +83,10 @@ export async function createDeployment(
   items.push(...checkSourceConfig(body.source, sc, { create: true }));
   items.push(...checkRevisionConfig(body.source, values, { withArtifact: makesRevision }));
   items.push(...checkSecrets(secrets, { knownNames: new Set() }));
-  if (refs !== null) {
-    if (body.source !== "external_docker") {
-      items.push({
-        loc: ["body", "secret_references"],
-        msg: "Only source external_docker takes secret_references.",
-        type: "forbidden",
-      });
-    } else items.push(...checkSecretReferences(refs, new Set(secrets.map((s) => s.name))));
-  }
+  items.push(...checkSecretReferencesFor(body.source, refs, new Set(secrets.map((s) => s.name))));
   items.push(...checkResourceSpec(spec));
-  if (body.source === "codehost" && sc.build_on_push === true && isTagRef(values.repo_ref)) {
-    items.push({
-      loc: ["body", "source_config", "build_on_push"],
-      msg: "Cannot be true for a tag ref: a tag does not move.",
-      type: "value_error",
-    });
-  }
-  if (body.source === "internal_template" && values.repo_ref !== null && !findTemplate(values.repo_ref)) {
-    items.push({
-      loc: ["body", "source_revision_config", "repo_ref"],
-      msg: `No built-in template ${values.repo_ref}: GET /v2/templates lists them.`,
-      type: "value_error",
-    });
-  }
+  items.push(...checkBuildOnPush(body.source, sc.build_on_push, values.repo_ref, { sentBuildOnPush: true }));
+  items.push(...checkTemplate(body.source, values));
   if (items.length > 0) throw new ValidationFailed(items);
 
   if (body.source === "codehost") {

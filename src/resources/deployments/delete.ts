@@ -1,10 +1,10 @@
 import { sql } from "drizzle-orm";
 import { type Executor, rows } from "../../db/client.ts";
 import type { AppDeps } from "../../deps.ts";
+import type { WorkspaceCaller } from "../../http/auth.ts";
 import { notFound } from "../../http/errors.ts";
 import { assertDeploymentTransition, type DeploymentStatus } from "../revisions/states.ts";
 import { deleteTracingProjects, detachTracingProjects } from "../tracing-projects/service.ts";
-import type { Caller } from "./create.ts";
 import type { BulkDeleteResult } from "./delete-schema.ts";
 import { lockDeployment } from "./revision-writer.ts";
 
@@ -34,7 +34,7 @@ export interface DeleteOptions {
  */
 async function markForDeletion(
   tx: Executor,
-  caller: Caller,
+  caller: WorkspaceCaller,
   id: string,
   opts: DeleteOptions & { immediate: boolean },
 ): Promise<boolean> {
@@ -56,7 +56,7 @@ async function markForDeletion(
 /** DELETE /v2/deployments/{id}: 404 when the workspace has no such deployment; the teardown is asynchronous. */
 export async function deleteDeployment(
   deps: AppDeps,
-  caller: Caller,
+  caller: WorkspaceCaller,
   id: string,
   opts: DeleteOptions,
 ): Promise<void> {
@@ -74,7 +74,7 @@ export async function deleteDeployment(
  */
 export async function deleteDeployments(
   deps: AppDeps,
-  caller: Caller,
+  caller: WorkspaceCaller,
   ids: string[],
   opts: DeleteOptions,
 ): Promise<BulkDeleteResult[]> {

@@ -2,10 +2,10 @@ import { isDeepStrictEqual } from "node:util";
 import { sql } from "drizzle-orm";
 import { type Executor, rows } from "../../db/client.ts";
 import type { AppDeps } from "../../deps.ts";
+import type { WorkspaceCaller } from "../../http/auth.ts";
 import { badRequest, notFound, ValidationFailed, type ValidationItem } from "../../http/errors.ts";
-import { findTemplate } from "../../templates/catalog.ts";
 import { verifyUploadedTarball } from "../uploads/verify.ts";
-import { type Caller, revisionValuesOf, specOf } from "./create.ts";
+import { specOf } from "./create.ts";
 import { checkIfMatch } from "./preconditions.ts";
 import { etagOf, findDeployment } from "./record.ts";
 import { resolveResourceSpec } from "./resource-spec.ts";
@@ -14,24 +14,27 @@ import {
   type LockedDeployment,
   lockDeployment,
   type RevisionContent,
-  revisionValues,
 } from "./revision-writer.ts";
 import {
   checkResourceSpec,
-  checkRevisionConfig,
-  checkSecretReferences,
   checkSecrets,
-  checkSourceConfig,
   IMMUTABLE_FIELDS,
   IN_PLACE_FIELDS,
   isSet,
-  isTagRef,
-  keepAllowed,
   REVISION_FIELDS,
+  revisionValuesOf,
 } from "./rules.ts";
 import type { Deployment, PatchDeploymentBody, Secret, SecretReference, Source } from "./schema.ts";
 import { decryptPendingSecrets, readRevisionSecrets, unmask } from "./secrets.ts";
-import { verifyCodehost } from "./source-rules.ts";
+import {
+  checkBuildOnPush,
+  checkRevisionConfig,
+  checkSecretReferencesFor,
+  checkSourceConfig,
+  checkTemplate,
+  keepAllowed,
+  verifyCodehost,
+} from "./source-rules.ts";
 
 /** The latest revision as a PATCH builds on it (secret values are read only under the lock). */
 interface LatestRevision {
@@ -48,7 +51,7 @@ interface State {
   latest: LatestRevision | null;
 }
 
-async function readState(exec: Executor, caller: Caller, id: string, lock: boolean): Promise<State> {
+async function readState(exec: Executor, caller: WorkspaceCaller, id: string, lock: boolean): Promise<State> {
   const deployment = lock
     ? await lockDeployment(exec, caller.workspaceId, id)
     : (
@@ -165,7 +168,7 @@ function planPatch(state: State, body: PatchDeploymentBody): Plan {
     // drops the others); before the first revision, the values given at create are the previous.
     const pending = latest === null ? d.pending_revision : null;
     const previous = latest ? latest.source_revision_config : pending?.source_revision_config;
-    const values = keepAllowed(revSource, revisionValues(previous));
+    const values = keepAllowed(revSource, revisionValuesOf(previous));
     for (const f of REVISION_FIELDS) if (sentValues[f] !== null) values[f] = sentValues[f];
 
     items.push(...checkRevisionConfig(revSource, values, { withArtifact: true }));
@@ -179,13 +182,7 @@ function planPatch(state: State, body: PatchDeploymentBody): Plan {
         type: "value_error",
       });
     }
-    if (revSource === "internal_template" && values.repo_ref !== null && !findTemplate(values.repo_ref)) {
-      items.push({
-        loc: ["body", "source_revision_config", "repo_ref"],
-        msg: `No built-in template ${values.repo_ref}: GET /v2/templates lists them.`,
-        type: "value_error",
-      });
-    }
+    items.push(...checkTemplate(revSource, values));
 
     const baseSpec = latest ? latest.resource_spec : (pending?.resource_spec ?? null);
     const sentSpec = specOf(sc.resource_spec);
@@ -197,17 +194,13 @@ function planPatch(state: State, body: PatchDeploymentBody): Plan {
     if (sentSecrets !== null) items.push(...checkSecrets(sentSecrets, { knownNames }));
     const finalNames = new Set(sentSecrets ? sentSecrets.map((s) => s.name) : knownNames);
 
-    let secretReferences: SecretReference[] | null = null;
-    if (revSource === "external_docker") {
-      secretReferences = body.secret_references ?? latest?.secret_references ?? null;
-      if (secretReferences !== null) items.push(...checkSecretReferences(secretReferences, finalNames));
-    } else if (isSet(body.secret_references)) {
-      items.push({
-        loc: ["body", "secret_references"],
-        msg: "Only source external_docker takes secret_references.",
-        type: "forbidden",
-      });
-    }
+    // An external_docker revision keeps the previous references unless new ones are sent; any
+    // other source has none, and sending some is what the rule refuses.
+    const secretReferences =
+      revSource === "external_docker" ? (body.secret_references ?? latest?.secret_references ?? null) : null;
+    const checkedReferences =
+      revSource === "external_docker" ? secretReferences : (body.secret_references ?? null);
+    items.push(...checkSecretReferencesFor(revSource, checkedReferences, finalNames));
 
     revision = {
       source: revSource,
@@ -229,20 +222,9 @@ function planPatch(state: State, body: PatchDeploymentBody): Plan {
     }
   }
 
-  if (d.source === "codehost" && sourceConfig.build_on_push === true) {
-    const ref = revision
-      ? revision.config.repo_ref
-      : (latest?.source_revision_config.repo_ref as string | null);
-    if (isTagRef(ref)) {
-      items.push({
-        loc: isSet(sc.build_on_push)
-          ? ["body", "source_config", "build_on_push"]
-          : ["body", "source_revision_config", "repo_ref"],
-        msg: "build_on_push cannot be true for a tag ref: a tag does not move.",
-        type: "value_error",
-      });
-    }
-  }
+  const ref = revision ? revision.config.repo_ref : revisionValuesOf(latest?.source_revision_config).repo_ref;
+  const sentBuildOnPush = isSet(sc.build_on_push);
+  items.push(...checkBuildOnPush(d.source, sourceConfig.build_on_push, ref, { sentBuildOnPush }));
   if (items.length > 0) throw new ValidationFailed(items);
   return { sourceConfig, imageVersion, inPlaceChanged, revision, codehostCheck, tarballCheck };
 }
@@ -259,7 +241,7 @@ export interface PatchResult {
  */
 export async function patchDeployment(
   deps: AppDeps,
-  caller: Caller,
+  caller: WorkspaceCaller,
   id: string,
   body: PatchDeploymentBody,
   ifMatch: string | undefined,

@@ -10,14 +10,12 @@ import { findIntegration } from "../../codehost/store.ts";
 import { type Executor, rows } from "../../db/client.ts";
 import { isUniqueViolation } from "../../db/errors.ts";
 import { type IntegrationConfig, integrations } from "../../db/schema/codehost.ts";
+import type { OrganizationCaller } from "../../http/auth.ts";
 import { conflict, forbidden, invalid, notFound } from "../../http/errors.ts";
 import { iso } from "../../http/schemas.ts";
 import type { CreateIntegrationBody, Integration } from "./schema.ts";
 
-export interface Caller {
-  organizationId: string;
-  boundWorkspaceId: string | null;
-}
+type Caller = OrganizationCaller;
 
 export function toIntegration(row: IntegrationRow): Integration {
   const c = row.config;

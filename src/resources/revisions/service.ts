@@ -2,8 +2,8 @@ import { type SQL, sql } from "drizzle-orm";
 import { type Reader, rows } from "../../db/client.ts";
 import type { StatusChange } from "../../db/schema/deployments.ts";
 import type { AppDeps } from "../../deps.ts";
+import type { WorkspaceCaller } from "../../http/auth.ts";
 import { badRequest, notFound } from "../../http/errors.ts";
-import type { Caller } from "../deployments/create.ts";
 import { commaList } from "../deployments/list.ts";
 import { findDeployment, isoSql, toSourceRevisionConfig } from "../deployments/record.ts";
 import { insertRevision, lockDeployment, readRevisionContent } from "../deployments/revision-writer.ts";
@@ -116,7 +116,7 @@ export async function getRevision(
  */
 export async function redeployRevision(
   deps: AppDeps,
-  caller: Caller,
+  caller: WorkspaceCaller,
   deploymentId: string,
   revisionId: string,
 ): Promise<Deployment> {
@@ -138,7 +138,7 @@ export async function redeployRevision(
 /** Stops a revision that has not ended: INTERRUPTED at once; the reconciler stops its work. */
 export async function interruptRevision(
   deps: AppDeps,
-  caller: Caller,
+  caller: WorkspaceCaller,
   deploymentId: string,
   revisionId: string,
 ): Promise<Revision> {
