@@ -1,9 +1,11 @@
 import { sql } from "drizzle-orm";
 import type { FastifyInstance, FastifyRequest } from "fastify";
+import { AUTH_CHANNEL } from "../db/channels.ts";
 import { type Database, rows } from "../db/client.ts";
+import { isUuid } from "../db/ids.ts";
 import type { Role } from "../db/schema/identity.ts";
 import { hashApiKey } from "../resources/api-keys/key-material.ts";
-import { AUTH_CHANNEL, AuthCache } from "./auth-cache.ts";
+import { AuthCache } from "./auth-cache.ts";
 import { forbidden, unauthorized } from "./errors.ts";
 
 /** Who is calling, resolved once per request by the auth hook. */
@@ -52,7 +54,6 @@ declare module "fastify" {
 
 const RANK: Record<Role, number> = { viewer: 0, member: 1, admin: 2 };
 const READ_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export function apiKeyOf(request: FastifyRequest): string | undefined {
   const header = request.headers["x-api-key"];
@@ -135,7 +136,7 @@ export async function registerAuth(app: FastifyInstance, db: Database): Promise<
     if (key === undefined) throw unauthorized("Missing API key: send X-Api-Key.");
     const rawTenant = request.headers["x-tenant-id"];
     const tenantHeader = typeof rawTenant === "string" && rawTenant !== "" ? rawTenant : undefined;
-    const tenant = tenantHeader && UUID.test(tenantHeader) ? tenantHeader.toLowerCase() : null;
+    const tenant = tenantHeader && isUuid(tenantHeader) ? tenantHeader.toLowerCase() : null;
     const keyHash = hashApiKey(key);
     const cacheKey = `${keyHash}|${tenant ?? ""}`;
     let row = cache.get(cacheKey);

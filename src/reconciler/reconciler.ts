@@ -4,6 +4,7 @@ import { sql } from "drizzle-orm";
 import type { FastifyBaseLogger } from "fastify";
 import type { Config } from "../config.ts";
 import type { Keyring } from "../crypto/envelope.ts";
+import { LEADER_LOCK, LOGS_CHANNEL, STATUS_CHANNEL, WORK_CHANNEL } from "../db/channels.ts";
 import { type Database, type Executor, rows } from "../db/client.ts";
 import {
   assertTransition,
@@ -25,19 +26,13 @@ import {
   renewLease,
 } from "./claims.ts";
 import { failureStatus, isRuntimeFailure, LostClaim, messageOf, phaseFailure } from "./errors.ts";
-import { DEFAULT_LOG_CAP, LOGS_CHANNEL, RevisionLogSink } from "./log-sink.ts";
+import { DEFAULT_LOG_CAP, RevisionLogSink } from "./log-sink.ts";
 import { resolveSecretReferences } from "./secret-refs.ts";
 import type { SourceResolver } from "./sources.ts";
 import { MID_WAY, statusList } from "./statuses.ts";
 import { moveDeployment, moveRevision } from "./transitions.ts";
 import { loadWork, type RevisionWork, revisionSecrets, textField } from "./work.ts";
 
-/** NOTIFY channel the API signals on new work (revisions, interrupts, deletions). */
-export const WORK_CHANNEL = "slipway_work";
-/** NOTIFY channel carrying a revision id after each of its status changes. */
-export const STATUS_CHANNEL = "slipway_status";
-/** Advisory-lock key of the leader's periodic work (health checks). */
-const LEADER_LOCK = 0x51177b5;
 /** Faults (not failures of the app) retried before the revision is given up as failed. */
 const MAX_ATTEMPTS = 3;
 

@@ -1,7 +1,7 @@
 import { sql } from "drizzle-orm";
+import { STATUS_CHANNEL } from "../db/channels.ts";
 import { type Database, rows } from "../db/client.ts";
 import { isTerminal, type RevisionStatus } from "../resources/revisions/states.ts";
-import { STATUS_CHANNEL } from "./reconciler.ts";
 
 /**
  * Resolves with a revision's status once it is terminal (or one of `until`), woken by the

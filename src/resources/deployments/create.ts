@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { sql } from "drizzle-orm";
+import { WORK_CHANNEL } from "../../db/channels.ts";
 import { constraintOf, isUniqueViolation } from "../../db/errors.ts";
 import type { AppDeps } from "../../deps.ts";
 import type { WorkspaceCaller } from "../../http/auth.ts";
@@ -180,6 +181,6 @@ export async function createDeployment(
     return { kind: "created" as const, body: record, revisionId };
   });
   if (result.kind === "replay") return { body: result.body, replayed: true };
-  if (result.revisionId !== null) await deps.db.notify("slipway_work", result.revisionId);
+  if (result.revisionId !== null) await deps.db.notify(WORK_CHANNEL, result.revisionId);
   return { body: result.body, replayed: false };
 }

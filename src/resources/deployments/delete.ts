@@ -1,4 +1,5 @@
 import { sql } from "drizzle-orm";
+import { WORK_CHANNEL } from "../../db/channels.ts";
 import { type Executor, rows } from "../../db/client.ts";
 import type { AppDeps } from "../../deps.ts";
 import type { WorkspaceCaller } from "../../http/auth.ts";
@@ -65,7 +66,7 @@ export async function deleteDeployment(
     markForDeletion(tx, caller, id, { ...opts, immediate }),
   );
   if (!found) throw notFound("Deployment not found.");
-  if (!immediate) await deps.db.notify("slipway_work", id);
+  if (!immediate) await deps.db.notify(WORK_CHANNEL, id);
 }
 
 /**
@@ -87,7 +88,7 @@ export async function deleteDeployments(
     }
     return deleted;
   });
-  if (!immediate) for (const id of ordered) if (found.has(id)) await deps.db.notify("slipway_work", id);
+  if (!immediate) for (const id of ordered) if (found.has(id)) await deps.db.notify(WORK_CHANNEL, id);
   return ids.map((id) =>
     found.has(id)
       ? { deployment_id: id, status: 204 }

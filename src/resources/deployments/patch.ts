@@ -1,5 +1,6 @@
 import { isDeepStrictEqual } from "node:util";
 import { sql } from "drizzle-orm";
+import { WORK_CHANNEL } from "../../db/channels.ts";
 import { type Executor, rows } from "../../db/client.ts";
 import type { AppDeps } from "../../deps.ts";
 import type { WorkspaceCaller } from "../../http/auth.ts";
@@ -290,6 +291,6 @@ export async function patchDeployment(
     if (!record) throw new Error("deployment vanished under its row lock");
     return { record, revisionId };
   });
-  if (result.revisionId !== null) await deps.db.notify("slipway_work", result.revisionId);
+  if (result.revisionId !== null) await deps.db.notify(WORK_CHANNEL, result.revisionId);
   return { ...result, etag: etagOf(result.record) };
 }

@@ -1,4 +1,5 @@
 import { type SQL, sql } from "drizzle-orm";
+import { WORK_CHANNEL } from "../../db/channels.ts";
 import { type Reader, rows } from "../../db/client.ts";
 import type { StatusChange } from "../../db/schema/deployments.ts";
 import type { AppDeps } from "../../deps.ts";
@@ -131,7 +132,7 @@ export async function redeployRevision(
     if (!record) throw new Error("deployment vanished under its row lock");
     return { record, id };
   });
-  await deps.db.notify("slipway_work", result.id);
+  await deps.db.notify(WORK_CHANNEL, result.id);
   return result.record;
 }
 
@@ -166,6 +167,6 @@ export async function interruptRevision(
     );
     return getRevision(tx, caller.workspaceId, deploymentId, revisionId);
   });
-  await deps.db.notify("slipway_work", revisionId);
+  await deps.db.notify(WORK_CHANNEL, revisionId);
   return revision;
 }
