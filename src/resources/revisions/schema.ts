@@ -1,6 +1,6 @@
 import { type Static, Type } from "@sinclair/typebox";
-import { DateTime, Uuid } from "../../http/schemas.ts";
-import { OrNull, SourceEnum, SourceRevisionConfig, StringEnum } from "../deployments/schema.ts";
+import { DateTime, OrNull, StringEnum, Uuid } from "../../http/schemas.ts";
+import { SourceEnum, SourceRevisionConfig } from "../deployments/schema.ts";
 import { REVISION_STATUSES } from "./states.ts";
 
 export const RevisionStatusEnum = StringEnum(REVISION_STATUSES);
