@@ -26,7 +26,6 @@ import {
   checkRevisionConfig,
   checkSecretReferencesFor,
   checkSourceConfig,
-  checkTemplate,
   hasArtifacts,
   verifyCodehost,
 } from "./source-rules.ts";
@@ -87,7 +86,6 @@ export async function createDeployment(
   items.push(...checkSecretReferencesFor(body.source, refs, new Set(secrets.map((s) => s.name))));
   items.push(...checkResourceSpec(spec));
   items.push(...checkBuildOnPush(body.source, sc.build_on_push, values.repo_ref, { sentBuildOnPush: true }));
-  items.push(...checkTemplate(body.source, values));
   if (items.length > 0) throw new ValidationFailed(items);
 
   if (body.source === "codehost") {

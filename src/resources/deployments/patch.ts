@@ -32,7 +32,6 @@ import {
   checkRevisionConfig,
   checkSecretReferencesFor,
   checkSourceConfig,
-  checkTemplate,
   keepAllowed,
   verifyCodehost,
 } from "./source-rules.ts";
@@ -183,7 +182,6 @@ function planPatch(state: State, body: PatchDeploymentBody): Plan {
         type: "value_error",
       });
     }
-    items.push(...checkTemplate(revSource, values));
 
     const baseSpec = latest ? latest.resource_spec : (pending?.resource_spec ?? null);
     const sentSpec = specOf(sc.resource_spec);

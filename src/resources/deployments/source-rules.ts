@@ -155,6 +155,9 @@ export function checkRevisionConfig(
     if (field === "repo_ref" && source === "codehost" && !isValidRef(value)) {
       items.push(item([...SRC, field], "Must be a branch name or refs/tags/<tag>."));
     }
+    if (field === "repo_ref" && source === "internal_template" && !findTemplate(value)) {
+      items.push(item([...SRC, field], `No built-in template ${value}: GET /v2/templates lists them.`));
+    }
     if (field === "framework_config_path" && !isRelativePath(value)) {
       items.push(item([...SRC, field], "Must be a relative path inside the source, without '..'."));
     }
@@ -171,14 +174,6 @@ export function keepAllowed(source: Source, values: RevisionValues): RevisionVal
   const out = { ...values };
   for (const f of REVISION_FIELDS) if (!allowed.includes(f)) out[f] = null;
   return out;
-}
-
-/** An internal_template revision names a template that exists. */
-export function checkTemplate(source: Source, values: RevisionValues): ValidationItem[] {
-  if (source !== "internal_template" || values.repo_ref === null || findTemplate(values.repo_ref)) return [];
-  return [
-    item([...SRC, "repo_ref"], `No built-in template ${values.repo_ref}: GET /v2/templates lists them.`),
-  ];
 }
 
 /**
