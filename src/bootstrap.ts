@@ -1,11 +1,10 @@
 import { asc, eq } from "drizzle-orm";
+import { BOOTSTRAP_LOCK } from "./db/channels.ts";
 import type { Database } from "./db/client.ts";
 import { apiKeys, organizations } from "./db/schema/identity.ts";
 import { hashApiKey } from "./resources/api-keys/key-material.ts";
 import { insertApiKey } from "./resources/api-keys/service.ts";
 import { createOrganization } from "./resources/organizations/service.ts";
-
-const BOOTSTRAP_LOCK = 0x51177a8;
 
 export interface BootstrapResult {
   /** The key value when this start generated it (print it once); undefined otherwise. */

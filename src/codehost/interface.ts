@@ -1,7 +1,7 @@
 /**
  * What the API needs from a code host: the repositories an integration makes available, whether a
- * ref exists in one of them, and a URL that `git clone` can use. Drivers throw `badGateway` (502)
- * when the host cannot answer, never a bare error that would become a 500.
+ * ref exists in one of them, and a URL that `git clone` can use. Drivers throw `HostUnavailable`
+ * (errors.ts) when the host cannot answer, never a bare error that would become a 500.
  */
 
 /** A repository as the interface's record shows it, minus the integration id the API adds. */
@@ -29,14 +29,20 @@ export interface CodehostDriver {
   cloneUrl(repo: HostRepository): Promise<string>;
 }
 
-/** The ref as a full ref name; undefined when it cannot name a branch or tag (git's ref rules). */
+/**
+ * The ref as a full ref name; undefined when it cannot name a branch or tag. git check-ref-format's
+ * rules, for what a client can name: a branch, `refs/heads/…` or `refs/tags/…`. The one ref rule:
+ * request checks and drivers both use it.
+ */
 export function fullRefName(ref: string): string | undefined {
   if (
-    ref === "" ||
     ref.length > 255 ||
+    ref === "@" ||
     ref.startsWith("-") ||
     // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what is refused
-    /[\x00-\x20\x7f~^:?*[\\]|\.\.|@\{|\/\/|\/$|^\/|\.$|\.lock$|\/\./.test(ref)
+    /[\x00-\x20\x7f~^:?*[\\]|\.\.|@\{|\.$|\.lock$/.test(ref) ||
+    // Every path component is non-empty and none starts with "." (so no leading or trailing "/").
+    ref.split("/").some((part) => part === "" || part.startsWith("."))
   ) {
     return undefined;
   }
@@ -45,6 +51,11 @@ export function fullRefName(ref: string): string | undefined {
   }
   return `refs/heads/${ref}`;
 }
+
+export const isValidRef = (ref: string): boolean => fullRefName(ref) !== undefined;
+
+export const isTagRef = (ref: string | null | undefined): boolean =>
+  typeof ref === "string" && ref.startsWith("refs/tags/");
 
 /**
  * The repository a client's `repo_url` names: an exact match first; otherwise the one match when

@@ -1,9 +1,8 @@
 import { and, eq } from "drizzle-orm";
 import type { Executor } from "../db/client.ts";
+import { isUuid } from "../db/ids.ts";
 import { integrations } from "../db/schema/codehost.ts";
 import type { IntegrationRow } from "./drivers.ts";
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** The integration, if it exists (and, given an organization, belongs to it). */
 export async function findIntegration(
@@ -11,7 +10,7 @@ export async function findIntegration(
   id: string,
   organizationId?: string,
 ): Promise<IntegrationRow | undefined> {
-  if (!UUID.test(id)) return undefined;
+  if (!isUuid(id)) return undefined;
   const where =
     organizationId === undefined
       ? eq(integrations.id, id)

@@ -1,11 +1,11 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { MIGRATION_LOCK } from "./channels.ts";
 import type { Database } from "./client.ts";
 
 const MIGRATIONS_DIR = join(dirname(fileURLToPath(import.meta.url)), "migrations");
 /** Advisory-lock key for migrations: two processes starting at once apply them one after the other. */
-const MIGRATION_LOCK = 0x51177a7;
 
 export interface Migration {
   name: string;

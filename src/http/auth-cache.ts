@@ -4,8 +4,6 @@
  * `slipway_auth`, in every other process sharing the database; the TTL bounds the rest (a lost
  * notification connection).
  */
-export const AUTH_CHANNEL = "slipway_auth";
-
 interface Entry<T> {
   value: T;
   keyId: string;

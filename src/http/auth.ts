@@ -1,9 +1,11 @@
 import { sql } from "drizzle-orm";
 import type { FastifyInstance, FastifyRequest } from "fastify";
+import { AUTH_CHANNEL } from "../db/channels.ts";
 import { type Database, rows } from "../db/client.ts";
+import { isUuid } from "../db/ids.ts";
 import type { Role } from "../db/schema/identity.ts";
 import { hashApiKey } from "../resources/api-keys/key-material.ts";
-import { AUTH_CHANNEL, AuthCache } from "./auth-cache.ts";
+import { AuthCache } from "./auth-cache.ts";
 import { forbidden, unauthorized } from "./errors.ts";
 
 /** Who is calling, resolved once per request by the auth hook. */
@@ -18,6 +20,15 @@ export interface Principal {
   workspaceId: string | null;
   tenantError: string | null;
 }
+
+/** A caller acting in one workspace (what `workspaceOf` resolves): deployments, revisions, uploads. */
+export interface WorkspaceCaller {
+  organizationId: string;
+  workspaceId: string;
+}
+
+/** A caller acting on its organization, held to the workspace its key is bound to (if any). */
+export type OrganizationCaller = Pick<Principal, "organizationId" | "boundWorkspaceId">;
 
 /** Per-route access rules, declared in the route's `config.auth`. */
 export interface RouteAuth {
@@ -43,7 +54,6 @@ declare module "fastify" {
 
 const RANK: Record<Role, number> = { viewer: 0, member: 1, admin: 2 };
 const READ_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export function apiKeyOf(request: FastifyRequest): string | undefined {
   const header = request.headers["x-api-key"];
@@ -126,7 +136,7 @@ export async function registerAuth(app: FastifyInstance, db: Database): Promise<
     if (key === undefined) throw unauthorized("Missing API key: send X-Api-Key.");
     const rawTenant = request.headers["x-tenant-id"];
     const tenantHeader = typeof rawTenant === "string" && rawTenant !== "" ? rawTenant : undefined;
-    const tenant = tenantHeader && UUID.test(tenantHeader) ? tenantHeader.toLowerCase() : null;
+    const tenant = tenantHeader && isUuid(tenantHeader) ? tenantHeader.toLowerCase() : null;
     const keyHash = hashApiKey(key);
     const cacheKey = `${keyHash}|${tenant ?? ""}`;
     let row = cache.get(cacheKey);
@@ -161,7 +171,7 @@ export function principalOf(request: FastifyRequest): Principal {
 }
 
 /** The workspace the request acts in; 403 when none can be resolved. */
-export function workspaceOf(request: FastifyRequest): { organizationId: string; workspaceId: string } {
+export function workspaceOf(request: FastifyRequest): WorkspaceCaller {
   const p = principalOf(request);
   if (p.workspaceId === null)
     throw forbidden(p.tenantError ?? "This request requires workspace specification.");

@@ -1,5 +1,13 @@
 import { type Static, Type } from "@sinclair/typebox";
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import {
+  HostUnavailable,
+  InstallationNotFound,
+  IntegrationNotFound,
+  RefNotFound,
+  RepoNotFound,
+} from "../codehost/errors.ts";
+import { UploadNotFound } from "../resources/uploads/errors.ts";
 
 /** One entry of a 422 body, FastAPI style: where (`loc`), what (`msg`), and a machine `type`. */
 export const ValidationItem = Type.Object({
@@ -43,6 +51,24 @@ export const badGateway = (msg: string) => new HttpError(502, msg);
 /** A 422 for one field; `loc` starts with the request part: "body", "query", "path", "header". */
 export function invalid(loc: (string | number)[], msg: string, type = "value_error"): ValidationFailed {
   return new ValidationFailed([{ loc, msg, type }]);
+}
+
+/**
+ * Lower layers' own errors and the status each means when nothing above them said otherwise
+ * (a service that knows which request field is at fault turns one into a 422 itself).
+ */
+const DOMAIN_STATUS: [new (message: string) => Error, number][] = [
+  [HostUnavailable, 502],
+  [IntegrationNotFound, 404],
+  [RepoNotFound, 404],
+  [RefNotFound, 404],
+  [InstallationNotFound, 404],
+  [UploadNotFound, 404],
+];
+
+/** The status a lower layer's error maps to; undefined for anything that is not one (a fault: 500). */
+export function domainStatus(err: unknown): number | undefined {
+  return DOMAIN_STATUS.find(([cls]) => err instanceof cls)?.[1];
 }
 
 const PART: Record<string, string> = {
@@ -105,6 +131,11 @@ export function registerErrorHandling(app: FastifyInstance): void {
         for (const [k, v] of Object.entries(error.headers)) reply.header(k, v);
         if (error.statusCode >= 500) request.log.warn({ err: error }, "upstream or availability error");
         return reply.code(error.statusCode).send({ detail: error.message });
+      }
+      const domain = domainStatus(error);
+      if (domain !== undefined) {
+        if (domain >= 500) request.log.warn({ err: error }, "upstream or availability error");
+        return reply.code(domain).send({ detail: error.message });
       }
       const fe = error as FastifyError;
       if (fe.validation) {

@@ -7,11 +7,6 @@ import type { LogSinks } from "./log-sink.ts";
 import type { Runtimes } from "./runtimes.ts";
 import type { SourceResolver } from "./sources.ts";
 
-/** NOTIFY channel the API signals on new work (revisions, interrupts, deletions). */
-export const WORK_CHANNEL = "slipway_work";
-/** NOTIFY channel carrying a revision id after each of its status changes. */
-export const STATUS_CHANNEL = "slipway_status";
-
 export type ReconcilerLogger = Pick<FastifyBaseLogger, "info" | "warn" | "error">;
 
 /** A revision this process works on. */

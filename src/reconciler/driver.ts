@@ -1,3 +1,4 @@
+import { LOGS_CHANNEL, STATUS_CHANNEL } from "../db/channels.ts";
 import type { Executor } from "../db/client.ts";
 import { activateRevision, moveDeployment } from "../resources/deployments/store.ts";
 import {
@@ -8,9 +9,9 @@ import {
   writeRevisionStatus,
 } from "../resources/revisions/store.ts";
 import type { Activation, PhaseContext } from "../runtimes/interface.ts";
-import { STATUS_CHANNEL, type Worker } from "./context.ts";
+import type { Worker } from "./context.ts";
 import { failureStatus, isRuntimeFailure, LostClaim, messageOf, phaseFailure } from "./errors.ts";
-import { LOGS_CHANNEL, type RevisionLogSink } from "./log-sink.ts";
+import type { RevisionLogSink } from "./log-sink.ts";
 import { activateExisting } from "./restore.ts";
 import { referencedSecrets, revisionSecrets, specFor } from "./spec.ts";
 import { isTerminal, MID_WAY, type RevisionStatus } from "./states.ts";

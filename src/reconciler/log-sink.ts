@@ -1,10 +1,10 @@
+import { LOGS_CHANNEL } from "../db/channels.ts";
 import type { Database } from "../db/client.ts";
 import { appendLogLines } from "../resources/revision-logs/store.ts";
 import type { LogStream } from "../runtimes/interface.ts";
 import { redactor } from "./redact.ts";
 
 /** NOTIFY channel carrying a revision id whenever new log lines of it are stored. */
-export const LOGS_CHANNEL = "slipway_logs";
 /** Lines kept per revision and stream; older ones are dropped first. */
 export const DEFAULT_LOG_CAP = 5000;
 /** Longest stored line; a longer one is cut (a minified bundle printed by a build, say). */

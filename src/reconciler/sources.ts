@@ -1,6 +1,8 @@
 import { cloneSourceFor } from "../codehost/clone.ts";
-import type { AppDeps } from "../deps.ts";
-import { HttpError } from "../http/errors.ts";
+import type { CodehostConfig } from "../codehost/drivers.ts";
+import { IntegrationNotFound, RepoNotFound } from "../codehost/errors.ts";
+import type { Executor } from "../db/client.ts";
+import { UploadNotFound } from "../resources/uploads/errors.ts";
 import { openUploadedTarball } from "../resources/uploads/read.ts";
 import { SourceError, type SourceLocation } from "../runtimes/interface.ts";
 import { findTemplate } from "../templates/catalog.ts";
@@ -9,17 +11,22 @@ import { type RevisionWork, textField } from "./work.ts";
 /** Turns a revision's source fields into something a runtime can fetch; throws SourceError when it cannot. */
 export type SourceResolver = (work: RevisionWork) => Promise<SourceLocation>;
 
-/** A 4xx from the code-host or upload layer means the source is gone (CREATE_FAILED); 5xx is a fault to retry. */
+/**
+ * A source that is gone (integration, repository or upload) is CREATE_FAILED; a host that cannot
+ * answer now (HostUnavailable) or any other fault is left to the retry policy.
+ */
 async function orSourceError<T>(what: string, fn: () => Promise<T>): Promise<T> {
   try {
     return await fn();
   } catch (err) {
-    if (err instanceof HttpError && err.statusCode < 500) throw new SourceError(`${what}: ${err.message}`);
+    const gone =
+      err instanceof IntegrationNotFound || err instanceof RepoNotFound || err instanceof UploadNotFound;
+    if (gone) throw new SourceError(`${what}: ${err.message}`);
     throw err;
   }
 }
 
-export function sourceResolver(deps: AppDeps): SourceResolver {
+export function sourceResolver(db: Executor, codehost: CodehostConfig): SourceResolver {
   return async (work) => {
     const rev = work.sourceRevisionConfig;
     switch (work.source) {
@@ -31,14 +38,13 @@ export function sourceResolver(deps: AppDeps): SourceResolver {
           throw new SourceError("the deployment has no integration_id, repo_url or repo_ref to fetch from");
         }
         const url = await orSourceError("the repository cannot be fetched", () =>
-          cloneSourceFor(deps, integrationId, repoUrl),
+          cloneSourceFor(db, codehost, integrationId, repoUrl),
         );
         return { kind: "git", url, ref, commitSha: textField(rev, "repo_commit_sha") };
       }
       case "internal_source": {
         const path = textField(rev, "source_tarball_path");
         if (!path) throw new SourceError("the revision has no source_tarball_path");
-        const db = deps.db.orm;
         // Checked now so a missing upload is CREATE_FAILED before any work starts.
         await orSourceError("the uploaded source cannot be read", () => openUploadedTarball(db, path));
         return { kind: "tarball", open: () => openUploadedTarball(db, path) };

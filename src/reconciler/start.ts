@@ -37,7 +37,7 @@ export async function startReconciler(deps: AppDeps, logger: ReconcilerLogger): 
     db: deps.db,
     keyring: deps.keyring,
     runtimes: { local: runtime },
-    resolveSource: sourceResolver({ ...deps, config: bound }),
+    resolveSource: sourceResolver(deps.db.orm, bound),
     logger,
   });
   try {

@@ -1,4 +1,5 @@
 import { sql } from "drizzle-orm";
+import { LEADER_LOCK } from "../db/channels.ts";
 import { type Database, type Executor, type Reader, rows } from "../db/client.ts";
 import { fromNow, sqlList, uuidList } from "../db/sql.ts";
 import { runtimeNameOf } from "./runtimes.ts";
@@ -11,9 +12,6 @@ import type { RevisionWork } from "./work.ts";
  * reads of a revision, and the leader lock. Status and other columns go through the stores of
  * resources/deployments and resources/revisions.
  */
-
-/** Advisory-lock key of the leader's periodic work (health checks). */
-const LEADER_LOCK = 0x51177b5;
 
 export interface ClaimedRevision {
   id: string;

@@ -3,12 +3,19 @@ import { randomUUID } from "node:crypto";
 import { createServer } from "node:net";
 import { after, before, it } from "node:test";
 import { cloneSourceFor } from "../../src/codehost/clone.ts";
+import { HostUnavailable } from "../../src/codehost/errors.ts";
 import type { GithubApp } from "../../src/codehost/github/client.ts";
 import { GithubDriver, installationAccount } from "../../src/codehost/github/driver.ts";
-import { verifyCodehostSource } from "../../src/codehost/verify.ts";
 import { integrations } from "../../src/db/schema/codehost.ts";
-import { HttpError, ValidationFailed } from "../../src/http/errors.ts";
+import type { AppDeps } from "../../src/deps.ts";
+import { ValidationFailed } from "../../src/http/errors.ts";
+import { verifyCodehost } from "../../src/resources/deployments/source-rules.ts";
 import { GithubStandin, generateAppKeys, manyRepos } from "../helpers/github-standin.ts";
+
+/** The rule create and patch apply: the codehost source checked with its host, 422 at the field at fault. */
+const verifySource = (deps: AppDeps, orgId: string, input: Parameters<typeof verifyCodehost>[3]) =>
+  verifyCodehost(deps.db.orm, deps.config, orgId, input);
+
 import { createTestContext, forEachDatabase, type TestContext } from "../helpers/harness.ts";
 
 const BASE = "/v1/integrations/forge/codehost";
@@ -143,10 +150,10 @@ forEachDatabase(
     it("verifyCodehostSource: the repo must be the installation's and the ref must exist", async () => {
       const { app, orgId } = suite.ctx;
       const repoUrl = `${standin.url}/acme/repo-151`;
-      await verifyCodehostSource(app.deps, orgId, { integrationId, repoUrl, repoRef: "main" });
-      await verifyCodehostSource(app.deps, orgId, { integrationId, repoUrl, repoRef: "feature/x" });
-      await verifyCodehostSource(app.deps, orgId, { integrationId, repoUrl, repoRef: "refs/tags/v1.0.0" });
-      const cases: [Parameters<typeof verifyCodehostSource>[2], string[]][] = [
+      await verifySource(app.deps, orgId, { integrationId, repoUrl, repoRef: "main" });
+      await verifySource(app.deps, orgId, { integrationId, repoUrl, repoRef: "feature/x" });
+      await verifySource(app.deps, orgId, { integrationId, repoUrl, repoRef: "refs/tags/v1.0.0" });
+      const cases: [Parameters<typeof verifyCodehost>[3], string[]][] = [
         [{ integrationId, repoUrl, repoRef: "nope" }, ["body", "source_revision_config", "repo_ref"]],
         [{ integrationId, repoUrl, repoRef: "refs/tags/v9" }, ["body", "source_revision_config", "repo_ref"]],
         [
@@ -163,7 +170,7 @@ forEachDatabase(
         ],
       ];
       for (const [input, loc] of cases) {
-        await assert.rejects(verifyCodehostSource(app.deps, orgId, input), (err: unknown) => {
+        await assert.rejects(verifySource(app.deps, orgId, input), (err: unknown) => {
           assert.ok(err instanceof ValidationFailed, String(err));
           assert.deepEqual(err.items[0]?.loc, loc);
           return true;
@@ -173,7 +180,12 @@ forEachDatabase(
 
     it("cloneSourceFor gives the https URL with a live installation token", async () => {
       const url = new URL(
-        await cloneSourceFor(suite.ctx.app.deps, integrationId, `${standin.url}/acme/repo-010`),
+        await cloneSourceFor(
+          suite.ctx.app.deps.db.orm,
+          suite.ctx.app.deps.config,
+          integrationId,
+          `${standin.url}/acme/repo-010`,
+        ),
       );
       assert.equal(url.username, "x-access-token");
       assert.ok(standin.isIssuedToken(url.password), "the token is one GitHub issued");
@@ -194,12 +206,12 @@ forEachDatabase(
         assert.equal(res.statusCode, 502, res.body);
         assert.match((res.json() as { detail: string }).detail, /GitHub answered 503/);
         await assert.rejects(
-          verifyCodehostSource(ctx.app.deps, ctx.orgId, {
+          verifySource(ctx.app.deps, ctx.orgId, {
             integrationId,
             repoUrl: `${standin.url}/acme/repo-001`,
             repoRef: "main",
           }),
-          (err: unknown) => err instanceof HttpError && err.statusCode === 502,
+          (err: unknown) => err instanceof HostUnavailable,
         );
         const created = await createGithub(ctx, 77);
         assert.equal(created.statusCode, 502, created.body);
@@ -265,7 +277,7 @@ forEachDatabase(
           () => new GithubDriver(app, INSTALLATION).listRepositories(),
         ]) {
           await assert.rejects(call(), (err: unknown) => {
-            assert.ok(err instanceof HttpError && err.statusCode === 502, String(err));
+            assert.ok(err instanceof HostUnavailable, String(err));
             assert.match(err.message, detail);
             return true;
           });

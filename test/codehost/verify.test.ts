@@ -7,13 +7,19 @@ import { join } from "node:path";
 import { before, it } from "node:test";
 import { pathToFileURL } from "node:url";
 import { cloneSourceFor } from "../../src/codehost/clone.ts";
-import { verifyCodehostSource } from "../../src/codehost/verify.ts";
+import { HostUnavailable, IntegrationNotFound, RepoNotFound } from "../../src/codehost/errors.ts";
 import { integrations } from "../../src/db/schema/codehost.ts";
-import { HttpError, ValidationFailed } from "../../src/http/errors.ts";
+import type { AppDeps } from "../../src/deps.ts";
+import { ValidationFailed } from "../../src/http/errors.ts";
+import { verifyCodehost } from "../../src/resources/deployments/source-rules.ts";
 import { makeGitRoot } from "../helpers/git-fixtures.ts";
 import { forEachDatabase } from "../helpers/harness.ts";
 
 const fx = makeGitRoot();
+
+/** The rule create and patch apply: the codehost source checked with its host, 422 at the field at fault. */
+const verifySource = (deps: AppDeps, orgId: string, input: Parameters<typeof verifyCodehost>[3]) =>
+  verifyCodehost(deps.db.orm, deps.config, orgId, input);
 const BASE = "/v1/integrations/forge/codehost";
 
 /** Asserts a 422 whose single item names `loc`. */
@@ -61,15 +67,15 @@ forEachDatabase(
     it("accepts a listed repository with a branch, a nested branch, refs/heads/… and refs/tags/…", async () => {
       const deps = suite.ctx.app.deps;
       for (const repoRef of ["main", "feature/x", "refs/heads/main", "refs/tags/v1"]) {
-        await verifyCodehostSource(deps, suite.ctx.orgId, { integrationId, repoUrl: alphaUrl, repoRef });
+        await verifySource(deps, suite.ctx.orgId, { integrationId, repoUrl: alphaUrl, repoRef });
       }
       // A bare repository, at its HEAD branch; the URL with a trailing slash names the same one.
-      await verifyCodehostSource(deps, suite.ctx.orgId, {
+      await verifySource(deps, suite.ctx.orgId, {
         integrationId,
         repoUrl: betaUrl,
         repoRef: "develop",
       });
-      await verifyCodehostSource(deps, suite.ctx.orgId, {
+      await verifySource(deps, suite.ctx.orgId, {
         integrationId,
         repoUrl: `${alphaUrl}/`,
         repoRef: "main",
@@ -80,7 +86,7 @@ forEachDatabase(
       const { app, orgId } = suite.ctx;
       for (const id of [otherOrgIntegrationId, randomUUID(), "nope"]) {
         await rejectsAt(
-          verifyCodehostSource(app.deps, orgId, { integrationId: id, repoUrl: alphaUrl, repoRef: "main" }),
+          verifySource(app.deps, orgId, { integrationId: id, repoUrl: alphaUrl, repoRef: "main" }),
           ["body", "source_config", "integration_id"],
         );
       }
@@ -97,7 +103,7 @@ forEachDatabase(
         "",
       ];
       for (const repoUrl of notOffered) {
-        await rejectsAt(verifyCodehostSource(app.deps, orgId, { integrationId, repoUrl, repoRef: "main" }), [
+        await rejectsAt(verifySource(app.deps, orgId, { integrationId, repoUrl, repoRef: "main" }), [
           "body",
           "source_config",
           "repo_url",
@@ -117,14 +123,15 @@ forEachDatabase(
       ];
       const malformed = ["", "-x", "a..b", "a b", "refs/tags/", "main.lock", "HEAD~1", "x\u0000y"];
       for (const repoRef of [...missing, ...malformed]) {
-        await rejectsAt(
-          verifyCodehostSource(app.deps, orgId, { integrationId, repoUrl: alphaUrl, repoRef }),
-          ["body", "source_revision_config", "repo_ref"],
-        );
+        await rejectsAt(verifySource(app.deps, orgId, { integrationId, repoUrl: alphaUrl, repoRef }), [
+          "body",
+          "source_revision_config",
+          "repo_ref",
+        ]);
       }
       // The empty repository has no branch at all yet, even though HEAD names main.
       await rejectsAt(
-        verifyCodehostSource(app.deps, orgId, {
+        verifySource(app.deps, orgId, {
           integrationId,
           repoUrl: pathToFileURL(join(fx.team, "empty")).href,
           repoRef: "main",
@@ -145,24 +152,24 @@ forEachDatabase(
         })
         .returning();
       await assert.rejects(
-        verifyCodehostSource(ctx.app.deps, ctx.orgId, {
+        verifySource(ctx.app.deps, ctx.orgId, {
           integrationId: (row as { id: string }).id,
           repoUrl: alphaUrl,
           repoRef: "main",
         }),
-        (err: unknown) => err instanceof HttpError && err.statusCode === 502,
+        (err: unknown) => err instanceof HostUnavailable,
       );
     });
 
     it("cloneSourceFor gives a path git can clone, at the ref that was verified", async () => {
       const ctx = suite.ctx;
-      const source = await cloneSourceFor(ctx.app.deps, integrationId, alphaUrl);
+      const source = await cloneSourceFor(ctx.app.deps.db.orm, ctx.app.deps.config, integrationId, alphaUrl);
       assert.equal(source, join(fx.team, "alpha"));
       const dest = mkdtempSync(join(tmpdir(), "slipway-clone-"));
       try {
         execFileSync("git", ["clone", "-q", "--branch", "feature/x", source, join(dest, "c")]);
         assert.match(readFileSync(join(dest, "c", "README.md"), "utf8"), /alpha/);
-        const bare = await cloneSourceFor(ctx.app.deps, integrationId, betaUrl);
+        const bare = await cloneSourceFor(ctx.app.deps.db.orm, ctx.app.deps.config, integrationId, betaUrl);
         execFileSync("git", ["clone", "-q", bare, join(dest, "b")]);
         assert.match(readFileSync(join(dest, "b", "README.md"), "utf8"), /seed/);
       } finally {
@@ -178,8 +185,8 @@ forEachDatabase(
         [integrationId, outsideUrl],
       ] as const) {
         await assert.rejects(
-          cloneSourceFor(deps, id, url),
-          (err: unknown) => err instanceof HttpError && err.statusCode === 404,
+          cloneSourceFor(deps.db.orm, deps.config, id, url),
+          (err: unknown) => err instanceof IntegrationNotFound || err instanceof RepoNotFound,
         );
       }
     });

@@ -1,6 +1,6 @@
 import { sql } from "drizzle-orm";
+import { STATUS_CHANNEL } from "../../src/db/channels.ts";
 import { type Database, rows } from "../../src/db/client.ts";
-import { STATUS_CHANNEL } from "../../src/reconciler/context.ts";
 import { isTerminal, type RevisionStatus } from "../../src/reconciler/states.ts";
 
 /**

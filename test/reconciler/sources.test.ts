@@ -50,7 +50,7 @@ forEachDatabase(
         headers: ctx.headers(ctx.keys.admin),
       });
       const repoUrl = repos.json<{ url: string }[]>()[0]?.url;
-      const resolve = sourceResolver(ctx);
+      const resolve = sourceResolver(ctx.db.orm, ctx.config);
       const loc = await resolve(
         work(
           "codehost",
@@ -73,7 +73,7 @@ forEachDatabase(
     });
 
     it("templates, uploads and images; anything unresolvable is a SourceError (CREATE_FAILED)", async () => {
-      const resolve = sourceResolver(suite.ctx);
+      const resolve = sourceResolver(suite.ctx.db.orm, suite.ctx.config);
       assert.deepEqual(await resolve(work("internal_template", { repo_ref: "hello-http" })), {
         kind: "directory",
         path: findTemplate("hello-http")?.path,

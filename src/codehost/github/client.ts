@@ -1,7 +1,7 @@
 import { createAppAuth } from "@octokit/auth-app";
 import { Octokit } from "@octokit/rest";
 import type { Config } from "../../config.ts";
-import { badGateway, HttpError } from "../../http/errors.ts";
+import { CodehostError, HostUnavailable } from "../errors.ts";
 
 /** One deadline for a whole operation (all pages of a listing, token exchange included). */
 const OPERATION_TIMEOUT_MS = 30_000;
@@ -13,7 +13,7 @@ export interface GithubApp {
 }
 
 /** The configured GitHub App, or undefined when the server has none. */
-export function githubAppOf(config: Config): GithubApp | undefined {
+export function githubAppOf(config: Pick<Config, "github">): GithubApp | undefined {
   const { appId, privateKey, apiUrl } = config.github;
   return appId && privateKey ? { appId, privateKey, apiUrl } : undefined;
 }
@@ -53,18 +53,18 @@ function timedOut(err: unknown): boolean {
   return false;
 }
 
-/** Any failure to talk to GitHub as a 502 whose detail says what happened, never a 500. */
-export function upstreamError(err: unknown, doing: string): HttpError {
-  if (err instanceof HttpError) return err;
+/** Any failure to talk to GitHub as HostUnavailable whose message says what happened. */
+export function upstreamError(err: unknown, doing: string): CodehostError {
+  if (err instanceof CodehostError) return err;
   const status = statusOf(err);
-  let result: HttpError;
+  let result: HostUnavailable;
   if (status !== undefined) {
     const message = (err as Error).message.split("\n")[0]?.slice(0, 200) ?? "";
-    result = badGateway(`GitHub answered ${status} while ${doing}: ${message}`);
+    result = new HostUnavailable(`GitHub answered ${status} while ${doing}: ${message}`);
   } else if (timedOut(err)) {
-    result = badGateway(`GitHub did not answer in time while ${doing}.`);
+    result = new HostUnavailable(`GitHub did not answer in time while ${doing}.`);
   } else {
-    result = badGateway(`GitHub could not be reached while ${doing}.`);
+    result = new HostUnavailable(`GitHub could not be reached while ${doing}.`);
   }
   // The server log keeps the underlying error; the client gets the sentence.
   result.cause = err;

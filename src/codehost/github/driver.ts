@@ -1,4 +1,4 @@
-import { invalid } from "../../http/errors.ts";
+import { InstallationNotFound } from "../errors.ts";
 import { type CodehostDriver, fullRefName, type HostRepository } from "../interface.ts";
 import { type GithubApp, githubClient, statusOf, upstreamError } from "./client.ts";
 
@@ -59,7 +59,7 @@ export class GithubDriver implements CodehostDriver {
   }
 }
 
-/** The account an installation belongs to (its login names the integration); 422 if there is none. */
+/** The account an installation belongs to (its login names the integration); InstallationNotFound if none. */
 export async function installationAccount(app: GithubApp, installationId: number): Promise<string> {
   try {
     const octokit = githubClient(app);
@@ -68,7 +68,7 @@ export async function installationAccount(app: GithubApp, installationId: number
     return account?.login ?? account?.slug ?? account?.name ?? `installation-${installationId}`;
   } catch (err) {
     if (statusOf(err) === 404) {
-      throw invalid(["body", "installation_id"], "The GitHub App has no installation with this id.");
+      throw new InstallationNotFound("The GitHub App has no installation with this id.");
     }
     throw upstreamError(err, "reading the installation");
   }

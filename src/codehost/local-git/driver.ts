@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import { readdir, realpath } from "node:fs/promises";
 import { basename, join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
-import { badGateway } from "../../http/errors.ts";
+import { HostUnavailable } from "../errors.ts";
 import { type CodehostDriver, fullRefName, type HostRepository } from "../interface.ts";
 import { git } from "./git.ts";
 import { isWithin, resolveAllowedDir } from "./paths.ts";
@@ -55,7 +55,8 @@ export class LocalGitDriver implements CodehostDriver {
 
   private async root(): Promise<string> {
     const allowed = await resolveAllowedDir(this.path, this.roots);
-    if (!allowed.ok) throw badGateway(`The integration's directory cannot be read: ${allowed.reason}`);
+    if (!allowed.ok)
+      throw new HostUnavailable(`The integration's directory cannot be read: ${allowed.reason}`);
     return allowed.path;
   }
 
@@ -69,7 +70,7 @@ export class LocalGitDriver implements CodehostDriver {
         .map((e) => e.name)
         .sort();
     } catch (err) {
-      throw badGateway(`The integration's directory cannot be read: ${(err as Error).message}`);
+      throw new HostUnavailable(`The integration's directory cannot be read: ${(err as Error).message}`);
     }
     const owner = basename(root);
     const found = await inParallel(entries, PARALLEL, async (name) => {
@@ -77,7 +78,7 @@ export class LocalGitDriver implements CodehostDriver {
       const real = await realpath(join(root, name)).catch(() => undefined);
       if (real === undefined || real === root || !isWithin(root, real)) return undefined;
       const branch = await defaultBranch(real, root).catch((err: Error) => {
-        throw badGateway(`Reading repository ${name} failed: ${err.message}`);
+        throw new HostUnavailable(`Reading repository ${name} failed: ${err.message}`);
       });
       if (branch === undefined) return undefined;
       const repo: HostRepository = {
@@ -100,11 +101,11 @@ export class LocalGitDriver implements CodehostDriver {
       cwd: pathOf(repo),
       ceiling: root,
     }).catch((err: Error) => {
-      throw badGateway(`Reading repository ${repo.name} failed: ${err.message}`);
+      throw new HostUnavailable(`Reading repository ${repo.name} failed: ${err.message}`);
     });
     if (result.code === 0) return true;
     if (result.code === 1) return false;
-    throw badGateway(
+    throw new HostUnavailable(
       `Reading repository ${repo.name} failed: ${result.stderr.trim() || `git exit ${result.code}`}`,
     );
   }

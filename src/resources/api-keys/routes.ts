@@ -1,6 +1,6 @@
 import { Type } from "@sinclair/typebox";
+import { AUTH_CHANNEL } from "../../db/channels.ts";
 import { principalOf } from "../../http/auth.ts";
-import { AUTH_CHANNEL } from "../../http/auth-cache.ts";
 import { IdParams } from "../../http/schemas.ts";
 import type { App } from "../../http/types.ts";
 import { ApiKey, ApiKeyCreated, CreateApiKeyBody } from "./schema.ts";

@@ -1,6 +1,7 @@
 import { and, asc, eq } from "drizzle-orm";
 import type { Executor } from "../../db/client.ts";
 import { apiKeys, type Role, workspaces } from "../../db/schema/identity.ts";
+import type { OrganizationCaller } from "../../http/auth.ts";
 import { forbidden, invalid, notFound } from "../../http/errors.ts";
 import { iso } from "../../http/schemas.ts";
 import { displayPrefix, generateApiKey, hashApiKey } from "./key-material.ts";
@@ -50,10 +51,7 @@ export async function insertApiKey(exec: Executor, input: NewKey): Promise<ApiKe
   return { ...toApiKey(row as Row), key };
 }
 
-export interface Caller {
-  organizationId: string;
-  boundWorkspaceId: string | null;
-}
+type Caller = OrganizationCaller;
 
 /** Creates a key for the caller's organization; a workspace-bound caller can only mint keys bound to its workspace. */
 export async function createApiKey(

@@ -1,9 +1,9 @@
 import { randomUUID } from "node:crypto";
-import { verifyCodehostSource } from "../../codehost/verify.ts";
+import { WORK_CHANNEL } from "../../db/channels.ts";
 import { constraintOf, isUniqueViolation } from "../../db/errors.ts";
 import type { AppDeps } from "../../deps.ts";
+import type { WorkspaceCaller } from "../../http/auth.ts";
 import { conflict, ValidationFailed, type ValidationItem } from "../../http/errors.ts";
-import { findTemplate } from "../../templates/catalog.ts";
 import { attachTracingProject } from "../tracing-projects/store.ts";
 import { verifyUploadedTarball } from "../uploads/verify.ts";
 import { claimIdempotencyKey, requestHash, saveIdempotentResponse } from "./idempotency.ts";
@@ -13,25 +13,22 @@ import { insertRevision } from "./revision-writer.ts";
 import {
   checkName,
   checkResourceSpec,
-  checkRevisionConfig,
-  checkSecretReferences,
   checkSecrets,
-  checkSourceConfig,
-  hasArtifacts,
   IN_PLACE_FIELDS,
   isSet,
-  isTagRef,
-  REVISION_FIELDS,
-  type RevisionValues,
+  revisionValuesOf,
 } from "./rules.ts";
 import type { CreateDeploymentBody, Deployment, DeploymentType, SourceConfigBody } from "./schema.ts";
 import { encryptPendingSecrets } from "./secrets.ts";
+import {
+  checkBuildOnPush,
+  checkRevisionConfig,
+  checkSecretReferencesFor,
+  checkSourceConfig,
+  hasArtifacts,
+  verifyCodehost,
+} from "./source-rules.ts";
 import { insertDeployment, type LockedDeployment } from "./store.ts";
-
-export interface Caller {
-  organizationId: string;
-  workspaceId: string;
-}
 
 export interface CreateResult {
   body: Deployment;
@@ -43,15 +40,6 @@ export function specOf(sent: Record<string, unknown> | null | undefined): Record
   if (!sent) return null;
   const kept = Object.entries(sent).filter(([, v]) => v !== null && v !== undefined);
   return kept.length === 0 ? null : Object.fromEntries(kept);
-}
-
-export function revisionValuesOf(sent: Record<string, unknown> | null | undefined): RevisionValues {
-  const out = {} as RevisionValues;
-  for (const f of REVISION_FIELDS) {
-    const v = sent?.[f];
-    out[f] = typeof v === "string" ? v : null;
-  }
-  return out;
 }
 
 /** Where the apps are served: the server sets custom_url for every source but external_docker. */
@@ -78,7 +66,7 @@ function deploymentTypeOf(body: CreateDeploymentBody, items: ValidationItem[]): 
  */
 export async function createDeployment(
   deps: AppDeps,
-  caller: Caller,
+  caller: WorkspaceCaller,
   body: CreateDeploymentBody,
   idempotencyKey: string | undefined,
 ): Promise<CreateResult> {
@@ -95,35 +83,14 @@ export async function createDeployment(
   items.push(...checkSourceConfig(body.source, sc, { create: true }));
   items.push(...checkRevisionConfig(body.source, values, { withArtifact: makesRevision }));
   items.push(...checkSecrets(secrets, { knownNames: new Set() }));
-  if (refs !== null) {
-    if (body.source !== "external_docker") {
-      items.push({
-        loc: ["body", "secret_references"],
-        msg: "Only source external_docker takes secret_references.",
-        type: "forbidden",
-      });
-    } else items.push(...checkSecretReferences(refs, new Set(secrets.map((s) => s.name))));
-  }
+  items.push(...checkSecretReferencesFor(body.source, refs, new Set(secrets.map((s) => s.name))));
   items.push(...checkResourceSpec(spec));
-  if (body.source === "codehost" && sc.build_on_push === true && isTagRef(values.repo_ref)) {
-    items.push({
-      loc: ["body", "source_config", "build_on_push"],
-      msg: "Cannot be true for a tag ref: a tag does not move.",
-      type: "value_error",
-    });
-  }
-  if (body.source === "internal_template" && values.repo_ref !== null && !findTemplate(values.repo_ref)) {
-    items.push({
-      loc: ["body", "source_revision_config", "repo_ref"],
-      msg: `No built-in template ${values.repo_ref}: GET /v2/templates lists them.`,
-      type: "value_error",
-    });
-  }
+  items.push(...checkBuildOnPush(body.source, sc.build_on_push, values.repo_ref, { sentBuildOnPush: true }));
   if (items.length > 0) throw new ValidationFailed(items);
 
   if (body.source === "codehost") {
     // Outside the transaction: the host may be slow, and the check reads with its own connection.
-    await verifyCodehostSource(deps, caller.organizationId, {
+    await verifyCodehost(deps.db.orm, deps.config, caller.organizationId, {
       integrationId: String(sc.integration_id),
       repoUrl: String(sc.repo_url),
       repoRef: String(values.repo_ref),
@@ -218,6 +185,6 @@ export async function createDeployment(
     return { kind: "created" as const, body: record, revisionId };
   });
   if (result.kind === "replay") return { body: result.body, replayed: true };
-  if (result.revisionId !== null) await deps.db.notify("slipway_work", result.revisionId);
+  if (result.revisionId !== null) await deps.db.notify(WORK_CHANNEL, result.revisionId);
   return { body: result.body, replayed: false };
 }

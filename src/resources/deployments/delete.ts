@@ -1,9 +1,10 @@
+import { WORK_CHANNEL } from "../../db/channels.ts";
 import type { Executor } from "../../db/client.ts";
 import type { AppDeps } from "../../deps.ts";
+import type { WorkspaceCaller } from "../../http/auth.ts";
 import { notFound } from "../../http/errors.ts";
 import type { DeploymentStatus } from "../../reconciler/states.ts";
 import { deleteTracingProjects, detachTracingProjects } from "../tracing-projects/store.ts";
-import type { Caller } from "./create.ts";
 import type { BulkDeleteResult } from "./delete-schema.ts";
 import { lockDeployment, moveDeployment, removeDeployment } from "./store.ts";
 
@@ -21,7 +22,7 @@ export interface DeleteOptions {
  */
 async function markForDeletion(
   tx: Executor,
-  caller: Caller,
+  caller: WorkspaceCaller,
   id: string,
   opts: DeleteOptions & { immediate: boolean },
 ): Promise<boolean> {
@@ -39,7 +40,7 @@ async function markForDeletion(
 /** DELETE /v2/deployments/{id}: 404 when the workspace has no such deployment; the teardown is asynchronous. */
 export async function deleteDeployment(
   deps: AppDeps,
-  caller: Caller,
+  caller: WorkspaceCaller,
   id: string,
   opts: DeleteOptions,
 ): Promise<void> {
@@ -48,7 +49,7 @@ export async function deleteDeployment(
     markForDeletion(tx, caller, id, { ...opts, immediate }),
   );
   if (!found) throw notFound("Deployment not found.");
-  if (!immediate) await deps.db.notify("slipway_work", id);
+  if (!immediate) await deps.db.notify(WORK_CHANNEL, id);
 }
 
 /**
@@ -57,7 +58,7 @@ export async function deleteDeployment(
  */
 export async function deleteDeployments(
   deps: AppDeps,
-  caller: Caller,
+  caller: WorkspaceCaller,
   ids: string[],
   opts: DeleteOptions,
 ): Promise<BulkDeleteResult[]> {
@@ -70,7 +71,7 @@ export async function deleteDeployments(
     }
     return deleted;
   });
-  if (!immediate) for (const id of ordered) if (found.has(id)) await deps.db.notify("slipway_work", id);
+  if (!immediate) for (const id of ordered) if (found.has(id)) await deps.db.notify(WORK_CHANNEL, id);
   return ids.map((id) =>
     found.has(id)
       ? { deployment_id: id, status: 204 }

@@ -1,5 +1,6 @@
 import { type SQL, sql } from "drizzle-orm";
 import type { Reader } from "../../db/client.ts";
+import { isUuid } from "../../db/ids.ts";
 import { invalid } from "../../http/errors.ts";
 import { DEPLOYMENT_STATUSES } from "../../reconciler/states.ts";
 import { MAX_BULK_DELETE } from "./delete-schema.ts";
@@ -7,7 +8,6 @@ import { toDeployment } from "./record.ts";
 import type { DeploymentList, ListDeploymentsQuery } from "./schema.ts";
 import { selectDeploymentRows } from "./store.ts";
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 /** A page of at most 100 is asked for; a filter list is bounded too, so one query stays small. */
 const MAX_LIST_ITEMS = MAX_BULK_DELETE;
 
@@ -27,8 +27,6 @@ export function commaList(
   }
   return distinct;
 }
-
-export const isUuid = (s: string) => UUID.test(s);
 
 /** The ids of a bulk delete: the key repeated and comma-separated values alike, 1–100 distinct uuids. */
 export function bulkDeleteIds(values: string[]): string[] {

@@ -1,31 +1,35 @@
 import { isDeepStrictEqual } from "node:util";
-import { verifyCodehostSource } from "../../codehost/verify.ts";
+import { WORK_CHANNEL } from "../../db/channels.ts";
 import type { Executor } from "../../db/client.ts";
 import type { AppDeps } from "../../deps.ts";
+import type { WorkspaceCaller } from "../../http/auth.ts";
 import { badRequest, notFound, ValidationFailed, type ValidationItem } from "../../http/errors.ts";
-import { findTemplate } from "../../templates/catalog.ts";
 import { type LatestRevision, latestRevisionRow } from "../revisions/store.ts";
 import { verifyUploadedTarball } from "../uploads/verify.ts";
-import { type Caller, revisionValuesOf, specOf } from "./create.ts";
+import { specOf } from "./create.ts";
 import { checkIfMatch } from "./preconditions.ts";
 import { etagOf, findDeployment } from "./record.ts";
 import { resolveResourceSpec } from "./resource-spec.ts";
-import { insertRevision, type RevisionContent, revisionValues } from "./revision-writer.ts";
+import { insertRevision, type RevisionContent } from "./revision-writer.ts";
 import {
   checkResourceSpec,
-  checkRevisionConfig,
-  checkSecretReferences,
   checkSecrets,
-  checkSourceConfig,
   IMMUTABLE_FIELDS,
   IN_PLACE_FIELDS,
   isSet,
-  isTagRef,
-  keepAllowed,
   REVISION_FIELDS,
+  revisionValuesOf,
 } from "./rules.ts";
 import type { Deployment, PatchDeploymentBody, Secret, SecretReference, Source } from "./schema.ts";
 import { decryptPendingSecrets, readRevisionSecrets, unmask } from "./secrets.ts";
+import {
+  checkBuildOnPush,
+  checkRevisionConfig,
+  checkSecretReferencesFor,
+  checkSourceConfig,
+  keepAllowed,
+  verifyCodehost,
+} from "./source-rules.ts";
 import { type LockedDeployment, lockDeployment, peekDeployment, updateInPlace } from "./store.ts";
 
 interface State {
@@ -33,7 +37,7 @@ interface State {
   latest: LatestRevision | null;
 }
 
-async function readState(exec: Executor, caller: Caller, id: string, lock: boolean): Promise<State> {
+async function readState(exec: Executor, caller: WorkspaceCaller, id: string, lock: boolean): Promise<State> {
   const deployment = lock
     ? await lockDeployment(exec, caller.workspaceId, id)
     : await peekDeployment(exec, caller.workspaceId, id);
@@ -137,7 +141,7 @@ function planPatch(state: State, body: PatchDeploymentBody): Plan {
     // drops the others); before the first revision, the values given at create are the previous.
     const pending = latest === null ? d.pending_revision : null;
     const previous = latest ? latest.source_revision_config : pending?.source_revision_config;
-    const values = keepAllowed(revSource, revisionValues(previous));
+    const values = keepAllowed(revSource, revisionValuesOf(previous));
     for (const f of REVISION_FIELDS) if (sentValues[f] !== null) values[f] = sentValues[f];
 
     items.push(...checkRevisionConfig(revSource, values, { withArtifact: true }));
@@ -148,13 +152,6 @@ function planPatch(state: State, body: PatchDeploymentBody): Plan {
       items.push({
         loc: ["body", "revision_source"],
         msg: "A codehost revision needs a deployment with source_config.integration_id and repo_url.",
-        type: "value_error",
-      });
-    }
-    if (revSource === "internal_template" && values.repo_ref !== null && !findTemplate(values.repo_ref)) {
-      items.push({
-        loc: ["body", "source_revision_config", "repo_ref"],
-        msg: `No built-in template ${values.repo_ref}: GET /v2/templates lists them.`,
         type: "value_error",
       });
     }
@@ -169,17 +166,13 @@ function planPatch(state: State, body: PatchDeploymentBody): Plan {
     if (sentSecrets !== null) items.push(...checkSecrets(sentSecrets, { knownNames }));
     const finalNames = new Set(sentSecrets ? sentSecrets.map((s) => s.name) : knownNames);
 
-    let secretReferences: SecretReference[] | null = null;
-    if (revSource === "external_docker") {
-      secretReferences = body.secret_references ?? latest?.secret_references ?? null;
-      if (secretReferences !== null) items.push(...checkSecretReferences(secretReferences, finalNames));
-    } else if (isSet(body.secret_references)) {
-      items.push({
-        loc: ["body", "secret_references"],
-        msg: "Only source external_docker takes secret_references.",
-        type: "forbidden",
-      });
-    }
+    // An external_docker revision keeps the previous references unless new ones are sent; any
+    // other source has none, and sending some is what the rule refuses.
+    const secretReferences =
+      revSource === "external_docker" ? (body.secret_references ?? latest?.secret_references ?? null) : null;
+    const checkedReferences =
+      revSource === "external_docker" ? secretReferences : (body.secret_references ?? null);
+    items.push(...checkSecretReferencesFor(revSource, checkedReferences, finalNames));
 
     revision = {
       source: revSource,
@@ -201,20 +194,9 @@ function planPatch(state: State, body: PatchDeploymentBody): Plan {
     }
   }
 
-  if (d.source === "codehost" && sourceConfig.build_on_push === true) {
-    const ref = revision
-      ? revision.config.repo_ref
-      : (latest?.source_revision_config.repo_ref as string | null);
-    if (isTagRef(ref)) {
-      items.push({
-        loc: isSet(sc.build_on_push)
-          ? ["body", "source_config", "build_on_push"]
-          : ["body", "source_revision_config", "repo_ref"],
-        msg: "build_on_push cannot be true for a tag ref: a tag does not move.",
-        type: "value_error",
-      });
-    }
-  }
+  const ref = revision ? revision.config.repo_ref : revisionValuesOf(latest?.source_revision_config).repo_ref;
+  const sentBuildOnPush = isSet(sc.build_on_push);
+  items.push(...checkBuildOnPush(d.source, sourceConfig.build_on_push, ref, { sentBuildOnPush }));
   if (items.length > 0) throw new ValidationFailed(items);
   return { sourceConfig, imageVersion, inPlaceChanged, revision, codehostCheck, tarballCheck };
 }
@@ -231,7 +213,7 @@ export interface PatchResult {
  */
 export async function patchDeployment(
   deps: AppDeps,
-  caller: Caller,
+  caller: WorkspaceCaller,
   id: string,
   body: PatchDeploymentBody,
   ifMatch: string | undefined,
@@ -241,7 +223,7 @@ export async function patchDeployment(
     // The host check cannot run inside the transaction (it is slow and uses its own connection).
     const plan = planPatch(await readState(deps.db.orm, caller, id, false), body);
     if (plan.codehostCheck) {
-      await verifyCodehostSource(deps, caller.organizationId, plan.codehostCheck);
+      await verifyCodehost(deps.db.orm, deps.config, caller.organizationId, plan.codehostCheck);
       verified = plan.codehostCheck;
     }
   }
@@ -276,6 +258,6 @@ export async function patchDeployment(
     if (!record) throw new Error("deployment vanished under its row lock");
     return { record, revisionId };
   });
-  if (result.revisionId !== null) await deps.db.notify("slipway_work", result.revisionId);
+  if (result.revisionId !== null) await deps.db.notify(WORK_CHANNEL, result.revisionId);
   return { ...result, etag: etagOf(result.record) };
 }

@@ -1,19 +1,13 @@
 import { createHash } from "node:crypto";
 import type { Reader } from "../../db/client.ts";
-import type { IN_PLACE_FIELDS, REVISION_FIELDS } from "./rules.ts";
+import { type IN_PLACE_FIELDS, type REVISION_FIELDS, revisionValuesOf } from "./rules.ts";
 import { type Deployment, MASK, type SourceConfig, type SourceRevisionConfig } from "./schema.ts";
 import { type DeploymentRow, findDeploymentRow } from "./store.ts";
 
 const str = (v: unknown): string | null => (typeof v === "string" ? v : null);
 
 export function toSourceRevisionConfig(stored: Record<string, unknown> | null): SourceRevisionConfig {
-  return {
-    repo_ref: str(stored?.repo_ref),
-    framework_config_path: str(stored?.framework_config_path),
-    image_uri: str(stored?.image_uri),
-    source_tarball_path: str(stored?.source_tarball_path),
-    repo_commit_sha: str(stored?.repo_commit_sha),
-  };
+  return { ...revisionValuesOf(stored), repo_commit_sha: str(stored?.repo_commit_sha) };
 }
 
 function toSourceConfig(stored: Record<string, unknown>, resourceSpec: Record<string, unknown> | null) {

@@ -4,7 +4,7 @@ import type { Executor } from "../../db/client.ts";
 import { canTransition, type RevisionStatus } from "../../reconciler/states.ts";
 import { insertRevisionRow, revisionContentRow, writeRevisionStatus } from "../revisions/store.ts";
 import { storedRevisionConfig } from "./record.ts";
-import type { RevisionValues } from "./rules.ts";
+import { type RevisionValues, revisionValuesOf } from "./rules.ts";
 import type { Secret, SecretReference, Source } from "./schema.ts";
 import { insertRevisionSecrets, readRevisionSecrets } from "./secrets.ts";
 import { type LockedDeployment, pointAtRevision } from "./store.ts";
@@ -22,15 +22,6 @@ export interface RevisionContent {
 
 const s = (v: unknown): string | null => (typeof v === "string" ? v : null);
 
-export function revisionValues(stored: Record<string, unknown> | undefined): RevisionValues {
-  return {
-    repo_ref: s(stored?.repo_ref),
-    framework_config_path: s(stored?.framework_config_path),
-    image_uri: s(stored?.image_uri),
-    source_tarball_path: s(stored?.source_tarball_path),
-  };
-}
-
 /** One revision of a deployment, decrypted secrets included; undefined when it is not that deployment's. */
 export async function readRevisionContent(
   exec: Executor,
@@ -42,7 +33,7 @@ export async function readRevisionContent(
   if (!row) return undefined;
   return {
     source: row.source,
-    config: revisionValues(row.source_revision_config),
+    config: revisionValuesOf(row.source_revision_config),
     commitSha: s(row.source_revision_config.repo_commit_sha),
     resourceSpec: row.resource_spec,
     secretReferences: row.secret_references,

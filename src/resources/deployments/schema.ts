@@ -1,30 +1,17 @@
 // Over 300 lines on purpose: the deployments contract (request and response shapes, ResourceSpec and
 // its Kubernetes helper shapes) in one file, the single source of validation and of /openapi.json.
 import { type Static, type TSchema, Type } from "@sinclair/typebox";
-import { Count as CountInt, DateTime, Nullable, QueryLimit, QueryOffset, Uuid } from "../../http/schemas.ts";
+import {
+  Count as CountInt,
+  DateTime,
+  Nullable,
+  OrNull,
+  QueryLimit,
+  QueryOffset,
+  StringEnum,
+  Uuid,
+} from "../../http/schemas.ts";
 import { DEPLOYMENT_STATUSES } from "../../reconciler/states.ts";
-
-/** A string enum as one JSON Schema `enum` (one clear 422 item instead of a branch per value). */
-export function StringEnum<const T extends readonly string[]>(
-  values: T,
-  opts: { description?: string } = {},
-) {
-  return Type.Unsafe<T[number]>({ type: "string", enum: [...values], ...opts });
-}
-
-/**
- * `T | null` as one schema with a type list (and `null` in an enum), not an anyOf: a wrong value
- * gets one 422 item naming the field instead of one per branch, and serializing is cheaper.
- */
-export function OrNull<T extends TSchema>(schema: T) {
-  const { type, enum: values } = schema as unknown as { type?: unknown; enum?: unknown[] };
-  if (typeof type !== "string") return Nullable(schema);
-  return Type.Unsafe<Static<T> | null>({
-    ...schema,
-    type: [type, "null"],
-    ...(values ? { enum: [...values, null] } : {}),
-  });
-}
 
 /** Optional and nullable: in requests, omitted and null both mean "not given". */
 const Opt = <T extends TSchema>(schema: T) => Type.Optional(OrNull(schema));

@@ -1,23 +1,21 @@
 import { basename } from "node:path";
 import { and, asc, eq, sql } from "drizzle-orm";
-import { driverFor, type IntegrationRow } from "../../codehost/drivers.ts";
+import { type CodehostConfig, driverFor, type IntegrationRow } from "../../codehost/drivers.ts";
+import { InstallationNotFound } from "../../codehost/errors.ts";
 import { githubAppOf } from "../../codehost/github/client.ts";
 import { installationAccount } from "../../codehost/github/driver.ts";
 import type { CodehostRepository } from "../../codehost/interface.ts";
 import { resolveAllowedDir } from "../../codehost/local-git/paths.ts";
 import { findIntegration } from "../../codehost/store.ts";
-import type { Config } from "../../config.ts";
 import { type Executor, rows } from "../../db/client.ts";
 import { isUniqueViolation } from "../../db/errors.ts";
 import { type IntegrationConfig, integrations } from "../../db/schema/codehost.ts";
+import type { OrganizationCaller } from "../../http/auth.ts";
 import { conflict, forbidden, invalid, notFound } from "../../http/errors.ts";
 import { iso } from "../../http/schemas.ts";
 import type { CreateIntegrationBody, Integration } from "./schema.ts";
 
-export interface Caller {
-  organizationId: string;
-  boundWorkspaceId: string | null;
-}
+type Caller = OrganizationCaller;
 
 export function toIntegration(row: IntegrationRow): Integration {
   const c = row.config;
@@ -50,7 +48,7 @@ function assertOrganizationWide(caller: Caller): void {
 
 /** The stored config and default name: the directory must be allowed, the installation must exist. */
 async function resolveTarget(
-  config: Config,
+  config: CodehostConfig,
   body: CreateIntegrationBody,
 ): Promise<{ config: IntegrationConfig; name: string }> {
   if (body.kind === "local_git") {
@@ -74,13 +72,15 @@ async function resolveTarget(
       "The GitHub App is not configured on this server (SLIPWAY_GITHUB_APP_ID and SLIPWAY_GITHUB_PRIVATE_KEY).",
     );
   }
-  const account = await installationAccount(app, body.installation_id);
+  const account = await installationAccount(app, body.installation_id).catch((err: unknown) => {
+    throw err instanceof InstallationNotFound ? invalid(["body", "installation_id"], err.message) : err;
+  });
   return { config: { installation_id: body.installation_id }, name: account };
 }
 
 export async function createIntegration(
   exec: Executor,
-  config: Config,
+  config: CodehostConfig,
   caller: Caller,
   body: CreateIntegrationBody,
 ): Promise<Integration> {
@@ -138,7 +138,7 @@ export async function deleteIntegration(exec: Executor, caller: Caller, id: stri
 /** Every repository the integration makes available, as the interface's records. */
 export async function listIntegrationRepositories(
   exec: Executor,
-  config: Config,
+  config: CodehostConfig,
   caller: Caller,
   id: string,
 ): Promise<CodehostRepository[]> {

@@ -1,9 +1,10 @@
 import { and, eq, isNull } from "drizzle-orm";
+import { FLOW_CHANNEL } from "../../db/channels.ts";
 import type { Database } from "../../db/client.ts";
 import { oauthFlows, oauthProviders } from "../../db/schema/oauth.ts";
 import { exchangeCode, OAuthCallFailed } from "../../oauth/client.ts";
 import { hashState, verifierContext } from "./authenticate.ts";
-import { FLOW_CHANNEL, type FlowEnv, providerClient } from "./env.ts";
+import { type FlowEnv, providerClient } from "./env.ts";
 import { saveTokens } from "./token-store.ts";
 
 export interface CallbackOutcome {

@@ -12,9 +12,6 @@ export interface FlowEnv {
   fetch: SafeFetch;
 }
 
-/** NOTIFY channel on which a finished flow's id is announced to long-polling waiters. */
-export const FLOW_CHANNEL = "slipway_oauth_flows";
-
 /** Flows must be completed within this time. */
 export const FLOW_TTL_MS = 10 * 60 * 1000;
 

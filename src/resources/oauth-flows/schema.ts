@@ -1,5 +1,5 @@
 import { type Static, Type } from "@sinclair/typebox";
-import { DateTime, Nullable, Uuid } from "../../http/schemas.ts";
+import { DateTime, Nullable, StringEnum, Uuid } from "../../http/schemas.ts";
 import { ProviderSlug } from "../oauth-providers/schema.ts";
 import { AgentId, UserId } from "../oauth-tokens/schema.ts";
 
@@ -47,9 +47,7 @@ export const AUTH_STATUSES = ["completed", "pending", "connection_required", "to
 export type AuthStatus = (typeof AUTH_STATUSES)[number];
 
 export const AuthenticateResult = Type.Object({
-  status: Type.Unsafe<AuthStatus>({
-    type: "string",
-    enum: [...AUTH_STATUSES],
+  status: StringEnum(AUTH_STATUSES, {
     description:
       "completed: `token` is usable. pending: open `url`, then wait on `auth_id`. For an agent " +
       "connection that cannot serve: connection_required (its token lacks scopes) or " +
@@ -78,7 +76,7 @@ export const WAIT_STATUSES = ["completed", "pending", "timeout", "not_found", "f
 export type WaitStatus = (typeof WAIT_STATUSES)[number];
 
 export const WaitResult = Type.Object({
-  status: Type.Unsafe<WaitStatus>({ type: "string", enum: [...WAIT_STATUSES] }),
+  status: StringEnum(WAIT_STATUSES),
   auth_id: Uuid,
   reason: Type.Optional(Type.String({ description: "Why the flow failed." })),
   ...TokenFields,

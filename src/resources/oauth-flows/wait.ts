@@ -1,7 +1,8 @@
 import { and, eq } from "drizzle-orm";
+import { FLOW_CHANNEL } from "../../db/channels.ts";
 import type { Database } from "../../db/client.ts";
 import { oauthFlows, oauthProviders, oauthTokens } from "../../db/schema/oauth.ts";
-import { FLOW_CHANNEL, type FlowEnv } from "./env.ts";
+import type { FlowEnv } from "./env.ts";
 import type { WaitResult } from "./schema.ts";
 import { issued, usableToken } from "./token-store.ts";
 

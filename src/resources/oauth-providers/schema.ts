@@ -1,10 +1,9 @@
 import { type Static, type TSchema, Type } from "@sinclair/typebox";
-import { DateTime, DisplayName, Nullable, Uuid } from "../../http/schemas.ts";
+import { DateTime, DisplayName, Nullable, OrNull, StringEnum, Uuid } from "../../http/schemas.ts";
 
 /** A string enum that may also be null: one JSON-Schema `enum`, so a bad value gives one clear 422 item. */
-function nullableEnum<T extends string>(values: readonly T[], description?: string) {
-  return Type.Unsafe<T | null>({ type: ["string", "null"], enum: [...values, null], description });
-}
+const nullableEnum = <const T extends readonly string[]>(values: T, description?: string) =>
+  OrNull(StringEnum(values, description === undefined ? {} : { description }));
 
 export const AUTH_METHODS = ["client_secret_post", "client_secret_basic", "none"] as const;
 export const PKCE_METHODS = ["S256", "plain"] as const;

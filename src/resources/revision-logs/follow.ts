@@ -1,7 +1,7 @@
 import type { ServerResponse } from "node:http";
 import { sql } from "drizzle-orm";
+import { LOGS_CHANNEL } from "../../db/channels.ts";
 import { type Database, rows } from "../../db/client.ts";
-import { LOGS_CHANNEL } from "../../reconciler/log-sink.ts";
 import { isTerminal, type RevisionStatus } from "../../reconciler/states.ts";
 import type { LogsQuery } from "./schema.ts";
 import { logsAfter } from "./service.ts";

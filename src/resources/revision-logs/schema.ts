@@ -1,9 +1,9 @@
 import { type Static, Type } from "@sinclair/typebox";
-import { DateTime, Nullable, QueryLimit, QueryOffset, Uuid } from "../../http/schemas.ts";
+import { DateTime, Nullable, QueryLimit, QueryOffset, StringEnum, Uuid } from "../../http/schemas.ts";
 import type { LogStream } from "../../runtimes/interface.ts";
-import { LOG_LEVELS, type LogLevel } from "./levels.ts";
+import { LOG_LEVELS } from "./levels.ts";
 
-const Stream = Type.Unsafe<LogStream>({ type: "string", enum: ["build", "deploy"] });
+const Stream = StringEnum(["build", "deploy"] satisfies LogStream[]);
 
 export const LogLine = Type.Object(
   { at: DateTime, line: Type.String(), stream: Stream },
@@ -79,7 +79,7 @@ export type LogSearchBody = Static<typeof LogSearchBody>;
 export const LogEntry = Type.Object({
   id: Type.String({ description: "Unique and increasing in the order lines were stored." }),
   timestamp: Type.Integer({ description: "When the line was written, in epoch milliseconds." }),
-  level: Type.Unsafe<LogLevel>({ type: "string", enum: [...LOG_LEVELS] }),
+  level: StringEnum(LOG_LEVELS),
   message: Type.String({ description: "The line, with secret values replaced by `[redacted]`." }),
 });
 export type LogEntry = Static<typeof LogEntry>;

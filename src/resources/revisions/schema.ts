@@ -1,7 +1,7 @@
 import { type Static, Type } from "@sinclair/typebox";
-import { DateTime, QueryLimit, QueryOffset, Uuid } from "../../http/schemas.ts";
+import { DateTime, OrNull, QueryLimit, QueryOffset, StringEnum, Uuid } from "../../http/schemas.ts";
 import { REVISION_STATUSES } from "../../reconciler/states.ts";
-import { OrNull, SourceEnum, SourceRevisionConfig, StringEnum } from "../deployments/schema.ts";
+import { SourceEnum, SourceRevisionConfig } from "../deployments/schema.ts";
 
 export const RevisionStatusEnum = StringEnum(REVISION_STATUSES);
 

@@ -1,8 +1,9 @@
+import { WORK_CHANNEL } from "../../db/channels.ts";
 import type { Reader } from "../../db/client.ts";
 import type { AppDeps } from "../../deps.ts";
+import type { WorkspaceCaller } from "../../http/auth.ts";
 import { badRequest, notFound } from "../../http/errors.ts";
 import { isTerminal, REVISION_STATUSES, type RevisionStatus } from "../../reconciler/states.ts";
-import type { Caller } from "../deployments/create.ts";
 import { commaList } from "../deployments/list.ts";
 import { findDeployment, toSourceRevisionConfig } from "../deployments/record.ts";
 import { insertRevision, readRevisionContent } from "../deployments/revision-writer.ts";
@@ -82,7 +83,7 @@ export async function getRevision(
  */
 export async function redeployRevision(
   deps: AppDeps,
-  caller: Caller,
+  caller: WorkspaceCaller,
   deploymentId: string,
   revisionId: string,
 ): Promise<Deployment> {
@@ -97,14 +98,14 @@ export async function redeployRevision(
     if (!record) throw new Error("deployment vanished under its row lock");
     return { record, id };
   });
-  await deps.db.notify("slipway_work", result.id);
+  await deps.db.notify(WORK_CHANNEL, result.id);
   return result.record;
 }
 
 /** Stops a revision that has not ended: INTERRUPTED at once; the reconciler stops its work. */
 export async function interruptRevision(
   deps: AppDeps,
-  caller: Caller,
+  caller: WorkspaceCaller,
   deploymentId: string,
   revisionId: string,
 ): Promise<Revision> {
@@ -123,6 +124,6 @@ export async function interruptRevision(
     );
     return getRevision(tx, caller.workspaceId, deploymentId, revisionId);
   });
-  await deps.db.notify("slipway_work", revisionId);
+  await deps.db.notify(WORK_CHANNEL, revisionId);
   return revision;
 }

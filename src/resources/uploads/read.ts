@@ -2,18 +2,18 @@ import { Readable } from "node:stream";
 import { and, eq, isNotNull, sql } from "drizzle-orm";
 import { type Executor, rows } from "../../db/client.ts";
 import { uploads } from "../../db/schema/codehost.ts";
-import { notFound } from "../../http/errors.ts";
+import { UploadNotFound } from "./errors.ts";
 
 /**
  * Streams a completed upload's bytes in order, one stored chunk (about 1 MiB) in memory at a time,
- * so any replica can read what another received. 404 when no completed upload has that path.
+ * so any replica can read what another received. UploadNotFound when no completed upload has that path.
  */
 export async function openUploadedTarball(exec: Executor, path: string): Promise<Readable> {
   const [upload] = await exec
     .select({ id: uploads.id })
     .from(uploads)
     .where(and(eq(uploads.sourceTarballPath, path), isNotNull(uploads.completedAt)));
-  if (!upload) throw notFound(`No completed upload at ${path}.`);
+  if (!upload) throw new UploadNotFound(`No completed upload at ${path}.`);
   const uploadId = upload.id;
   async function* chunks(): AsyncGenerator<Buffer> {
     for (let seq = 0; ; seq++) {

@@ -13,7 +13,8 @@ import { eq, sql } from "drizzle-orm";
 import { rows } from "../../../src/db/client.ts";
 import { uploadChunks, uploads } from "../../../src/db/schema/codehost.ts";
 import { deployments } from "../../../src/db/schema/deployments.ts";
-import { HttpError, ValidationFailed } from "../../../src/http/errors.ts";
+import { ValidationFailed } from "../../../src/http/errors.ts";
+import { UploadNotFound } from "../../../src/resources/uploads/errors.ts";
 import { openUploadedTarball } from "../../../src/resources/uploads/read.ts";
 import { CHUNK_BYTES } from "../../../src/resources/uploads/service.ts";
 import { verifyUploadedTarball } from "../../../src/resources/uploads/verify.ts";
@@ -438,7 +439,7 @@ forEachDatabase(
         });
       }
       await assert.rejects(openUploadedTarball(ctx.db.orm, pending.source_tarball_path), (err: unknown) => {
-        return err instanceof HttpError && err.statusCode === 404;
+        return err instanceof UploadNotFound;
       });
     });
 

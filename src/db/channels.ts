@@ -1,0 +1,22 @@
+/**
+ * The names processes sharing one database coordinate by: NOTIFY channels and advisory-lock ids.
+ * One list, so that a name is spelled once and no two locks share an id.
+ */
+
+/** The API signals new work (revisions, interrupts, deletions); payload: a revision or deployment id. */
+export const WORK_CHANNEL = "slipway_work";
+/** A revision id, after each of its status changes. */
+export const STATUS_CHANNEL = "slipway_status";
+/** A revision id, after new log lines of it were stored (followers read them from the table). */
+export const LOGS_CHANNEL = "slipway_logs";
+/** An API key id, when the key was revoked: every process drops it from its auth cache. */
+export const AUTH_CHANNEL = "slipway_auth";
+/** An OAuth flow id, when the flow finished: long-polling waiters answer. */
+export const FLOW_CHANNEL = "slipway_oauth_flows";
+
+/** Session lock around applying migrations, so that processes starting together migrate once. */
+export const MIGRATION_LOCK = 0x51177a7;
+/** Session lock around creating the bootstrap organization and key. */
+export const BOOTSTRAP_LOCK = 0x51177a8;
+/** Transaction lock of the reconciler leader's periodic work (health checks). */
+export const LEADER_LOCK = 0x51177b5;
