@@ -10,8 +10,8 @@ import { REPO_ROOT } from "./helpers/process.ts";
  * (shared test-only code) and test/e2e (whole-system journeys) have no src/ twin.
  */
 const UNMIRRORED = new Set(["helpers", "e2e"]);
-/** This file checks the layout: it covers no src/ module of its own. */
-const ROOT_EXCEPTIONS = new Set(["layout.test.ts"]);
+/** Whole-tree structure checks (this file, and layers.test.ts for imports): no src/ module of their own. */
+const ROOT_EXCEPTIONS = new Set(["layout.test.ts", "layers.test.ts"]);
 
 function isDir(path: string): boolean {
   try {

@@ -20,7 +20,7 @@ import {
   REVISION_FIELDS,
   revisionValuesOf,
 } from "./rules.ts";
-import type { Deployment, PatchDeploymentBody, Secret, SecretReference, Source } from "./schema.ts";
+import type { Deployment, PatchDeploymentBody, Secret, Source } from "./schema.ts";
 import { decryptPendingSecrets, readRevisionSecrets, unmask } from "./secrets.ts";
 import {
   checkBuildOnPush,

@@ -4,7 +4,6 @@ import { type Static, type TSchema, Type } from "@sinclair/typebox";
 import {
   Count as CountInt,
   DateTime,
-  Nullable,
   OrNull,
   QueryLimit,
   QueryOffset,

@@ -435,7 +435,7 @@ forEachDatabase(
         url: `/v2/deployments/${deploymentId}`,
         headers: ctx.headers(ctx.keys.member),
       });
-      assert.equal(gone.statusCode, 200, gone.body);
+      assert.equal(gone.statusCode, 204, gone.body);
       const del = await ctx.app.inject({ method: "DELETE", url, headers: ctx.headers(ctx.keys.admin) });
       assert.equal(del.statusCode, 200, del.body);
     });
