@@ -12,7 +12,10 @@ const CLI = join(dirname(fileURLToPath(import.meta.url)), "..", "src", "cli", "m
  * Time from a revision-creating PATCH to DEPLOYED for the built-in minimal app, on a real
  * `slipway serve` (embedded database, reconciler and local runtime), measured over HTTP.
  */
-export async function deployTimes(runs: number): Promise<{ median: number; runs: number[] }> {
+export async function deployTimes(
+  runs: number,
+  env: Record<string, string> = {},
+): Promise<{ median: number; runs: number[] }> {
   const dataDir = mkdtempSync(join(tmpdir(), "slipway-bench-deploy-"));
   const apiKey = `sw_bench_${randomBytes(16).toString("hex")}`;
   const proc = spawn(process.execPath, ["--import", "tsx", CLI, "serve"], {
@@ -26,6 +29,7 @@ export async function deployTimes(runs: number): Promise<{ median: number; runs:
       SLIPWAY_RECONCILER_POLL_MS: "500",
       SLIPWAY_RATE_LIMIT_PER_MINUTE: "0",
       LOG_LEVEL: "warn",
+      ...env,
     },
     stdio: ["ignore", "pipe", "inherit"],
   });
