@@ -11,7 +11,7 @@ import { attachTracingProject } from "../tracing-projects/store.ts";
 import { verifyUploadedTarball } from "../uploads/verify.ts";
 import { claimIdempotencyKey, requestHash, saveIdempotentResponse } from "./idempotency.ts";
 import { findDeployment } from "./record.ts";
-import { resolveResourceSpec } from "./resource-spec.ts";
+import { resolveResourceSpec, specOf } from "./resource-spec.ts";
 import { insertRevision } from "./revision-writer.ts";
 import {
   checkName,
@@ -36,13 +36,6 @@ import { insertDeployment, type LockedDeployment } from "./store.ts";
 export interface CreateResult {
   body: Deployment;
   replayed: boolean;
-}
-
-/** The set keys of a request's resource_spec (null inside it means "not given"), or null if none. */
-export function specOf(sent: Record<string, unknown> | null | undefined): Record<string, unknown> | null {
-  if (!sent) return null;
-  const kept = Object.entries(sent).filter(([, v]) => v !== null && v !== undefined);
-  return kept.length === 0 ? null : Object.fromEntries(kept);
 }
 
 /** Where the apps are served: the server sets custom_url for every source but external_docker. */

@@ -7,10 +7,9 @@ import type { WorkspaceCaller } from "../../http/auth.ts";
 import { badRequest, notFound, ValidationFailed, type ValidationItem } from "../../http/errors.ts";
 import { type LatestRevision, latestRevisionRow } from "../revisions/store.ts";
 import { verifyUploadedTarball } from "../uploads/verify.ts";
-import { specOf } from "./create.ts";
 import { checkIfMatch } from "./preconditions.ts";
 import { etagOf, findDeployment } from "./record.ts";
-import { resolveResourceSpec } from "./resource-spec.ts";
+import { resolveResourceSpec, specOf } from "./resource-spec.ts";
 import { insertRevision, type RevisionContent } from "./revision-writer.ts";
 import {
   checkResourceSpec,
