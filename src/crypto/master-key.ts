@@ -29,7 +29,9 @@ export interface LoadedKeyring {
   source: "env" | "file" | "generated";
 }
 
-export function loadKeyring(config: Config): LoadedKeyring {
+export function loadKeyring(
+  config: Pick<Config, "masterKey" | "previousMasterKeys" | "dataDir">,
+): LoadedKeyring {
   if (config.masterKey) {
     return { keyring: Keyring.fromBase64(config.masterKey, config.previousMasterKeys), source: "env" };
   }

@@ -21,7 +21,8 @@ export interface Job {
  * handles and this process's bookkeeping. The loop (reconciler.ts) owns and fills it.
  */
 export interface Worker {
-  readonly config: Config;
+  /** Where secret references are read (spec.ts). */
+  readonly config: Pick<Config, "containers">;
   readonly db: Database;
   readonly keyring: Keyring;
   readonly runtimes: Runtimes;

@@ -26,7 +26,8 @@ import {
 import { startTeardown } from "./teardown.ts";
 
 export interface ReconcilerOptions {
-  config: Config;
+  /** Poll and lease times, the apps' database server, and what the parts read (context.ts). */
+  config: Pick<Config, "reconciler" | "apps" | "containers">;
   db: Database;
   keyring: Keyring;
   /** The data planes, by the name a revision gives (runtimes.ts `runtimeNameOf`): `local` today. */

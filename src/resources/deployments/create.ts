@@ -1,14 +1,17 @@
 import { randomUUID } from "node:crypto";
+import type { CodehostConfig } from "../../codehost/drivers.ts";
+import type { Config } from "../../config.ts";
+import type { Keyring } from "../../crypto/envelope.ts";
 import { WORK_CHANNEL } from "../../db/channels.ts";
+import type { Database } from "../../db/client.ts";
 import { constraintOf, isUniqueViolation } from "../../db/errors.ts";
-import type { AppDeps } from "../../deps.ts";
 import type { WorkspaceCaller } from "../../http/auth.ts";
 import { conflict, ValidationFailed, type ValidationItem } from "../../http/errors.ts";
 import { attachTracingProject } from "../tracing-projects/store.ts";
 import { verifyUploadedTarball } from "../uploads/verify.ts";
 import { claimIdempotencyKey, requestHash, saveIdempotentResponse } from "./idempotency.ts";
 import { findDeployment } from "./record.ts";
-import { resolveResourceSpec } from "./resource-spec.ts";
+import { resolveResourceSpec, specOf } from "./resource-spec.ts";
 import { insertRevision } from "./revision-writer.ts";
 import {
   checkName,
@@ -35,16 +38,12 @@ export interface CreateResult {
   replayed: boolean;
 }
 
-/** The set keys of a request's resource_spec (null inside it means "not given"), or null if none. */
-export function specOf(sent: Record<string, unknown> | null | undefined): Record<string, unknown> | null {
-  if (!sent) return null;
-  const kept = Object.entries(sent).filter(([, v]) => v !== null && v !== undefined);
-  return kept.length === 0 ? null : Object.fromEntries(kept);
-}
-
 /** Where the apps are served: the server sets custom_url for every source but external_docker. */
-export const appUrl = (deps: AppDeps, name: string) =>
-  `http://${name}.${deps.config.apps.domain}:${deps.config.apps.port}`;
+export const appUrl = (apps: Pick<Config["apps"], "domain" | "port">, name: string) =>
+  `http://${name}.${apps.domain}:${apps.port}`;
+
+/** What a create reads from the config: the code host (to verify the source) and where apps are served. */
+export type CreateConfig = CodehostConfig & Pick<Config, "apps">;
 
 function deploymentTypeOf(body: CreateDeploymentBody, items: ValidationItem[]): DeploymentType {
   const top = body.deployment_type ?? null;
@@ -65,7 +64,9 @@ function deploymentTypeOf(body: CreateDeploymentBody, items: ValidationItem[]): 
  * revision. Returns the record; the reconciler is woken after commit.
  */
 export async function createDeployment(
-  deps: AppDeps,
+  db: Database,
+  keyring: Keyring,
+  config: CreateConfig,
   caller: WorkspaceCaller,
   body: CreateDeploymentBody,
   idempotencyKey: string | undefined,
@@ -90,7 +91,7 @@ export async function createDeployment(
 
   if (body.source === "codehost") {
     // Outside the transaction: the host may be slow, and the check reads with its own connection.
-    await verifyCodehost(deps.db.orm, deps.config, caller.organizationId, {
+    await verifyCodehost(db.orm, config, caller.organizationId, {
       integrationId: String(sc.integration_id),
       repoUrl: String(sc.repo_url),
       repoRef: String(values.repo_ref),
@@ -101,10 +102,10 @@ export async function createDeployment(
   for (const f of IN_PLACE_FIELDS) storedConfig[f] = sc[f] ?? null;
   if (isSet(sc.integration_id)) storedConfig.integration_id = String(sc.integration_id).toLowerCase();
   if (isSet(sc.listener_id)) storedConfig.listener_id = String(sc.listener_id).toLowerCase();
-  if (body.source !== "external_docker") storedConfig.custom_url = appUrl(deps, body.name);
+  if (body.source !== "external_docker") storedConfig.custom_url = appUrl(config.apps, body.name);
 
   const hash = idempotencyKey === undefined ? "" : requestHash(body);
-  const result = await deps.db.orm.transaction(async (tx) => {
+  const result = await db.orm.transaction(async (tx) => {
     if (idempotencyKey !== undefined) {
       const prior = await claimIdempotencyKey(tx, caller.workspaceId, idempotencyKey, hash);
       if (prior) return { kind: "replay" as const, body: prior.body as Deployment };
@@ -119,7 +120,7 @@ export async function createDeployment(
           resource_spec: spec,
           secret_names: secrets.map((s) => s.name),
         });
-    const pendingSecrets = makesRevision ? null : encryptPendingSecrets(deps.keyring, id, secrets);
+    const pendingSecrets = makesRevision ? null : encryptPendingSecrets(keyring, id, secrets);
     try {
       await insertDeployment(tx, {
         id,
@@ -164,7 +165,7 @@ export async function createDeployment(
       };
       revisionId = await insertRevision(
         tx,
-        deps.keyring,
+        keyring,
         locked,
         {
           source: body.source,
@@ -185,6 +186,6 @@ export async function createDeployment(
     return { kind: "created" as const, body: record, revisionId };
   });
   if (result.kind === "replay") return { body: result.body, replayed: true };
-  if (result.revisionId !== null) await deps.db.notify(WORK_CHANNEL, result.revisionId);
+  if (result.revisionId !== null) await db.notify(WORK_CHANNEL, result.revisionId);
   return { body: result.body, replayed: false };
 }

@@ -1,6 +1,6 @@
+import type { Config } from "../../config.ts";
 import { WORK_CHANNEL } from "../../db/channels.ts";
-import type { Executor } from "../../db/client.ts";
-import type { AppDeps } from "../../deps.ts";
+import type { Database, Executor } from "../../db/client.ts";
 import type { WorkspaceCaller } from "../../http/auth.ts";
 import { notFound } from "../../http/errors.ts";
 import type { DeploymentStatus } from "../../reconciler/states.ts";
@@ -39,17 +39,16 @@ async function markForDeletion(
 
 /** DELETE /v2/deployments/{id}: 404 when the workspace has no such deployment; the teardown is asynchronous. */
 export async function deleteDeployment(
-  deps: AppDeps,
+  db: Database,
+  reconciler: Pick<Config["reconciler"], "enabled">,
   caller: WorkspaceCaller,
   id: string,
   opts: DeleteOptions,
 ): Promise<void> {
-  const immediate = !deps.config.reconciler.enabled;
-  const found = await deps.db.orm.transaction((tx) =>
-    markForDeletion(tx, caller, id, { ...opts, immediate }),
-  );
+  const immediate = !reconciler.enabled;
+  const found = await db.orm.transaction((tx) => markForDeletion(tx, caller, id, { ...opts, immediate }));
   if (!found) throw notFound("Deployment not found.");
-  if (!immediate) await deps.db.notify(WORK_CHANNEL, id);
+  if (!immediate) await db.notify(WORK_CHANNEL, id);
 }
 
 /**
@@ -57,21 +56,22 @@ export async function deleteDeployment(
  * overlapping bulk deletes cannot deadlock. Another workspace's id counts as not found.
  */
 export async function deleteDeployments(
-  deps: AppDeps,
+  db: Database,
+  reconciler: Pick<Config["reconciler"], "enabled">,
   caller: WorkspaceCaller,
   ids: string[],
   opts: DeleteOptions,
 ): Promise<BulkDeleteResult[]> {
-  const immediate = !deps.config.reconciler.enabled;
+  const immediate = !reconciler.enabled;
   const ordered = [...ids].sort();
-  const found = await deps.db.orm.transaction(async (tx) => {
+  const found = await db.orm.transaction(async (tx) => {
     const deleted = new Set<string>();
     for (const id of ordered) {
       if (await markForDeletion(tx, caller, id, { ...opts, immediate })) deleted.add(id);
     }
     return deleted;
   });
-  if (!immediate) for (const id of ordered) if (found.has(id)) await deps.db.notify(WORK_CHANNEL, id);
+  if (!immediate) for (const id of ordered) if (found.has(id)) await db.notify(WORK_CHANNEL, id);
   return ids.map((id) =>
     found.has(id)
       ? { deployment_id: id, status: 204 }

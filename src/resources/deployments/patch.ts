@@ -1,15 +1,15 @@
 import { isDeepStrictEqual } from "node:util";
+import type { CodehostConfig } from "../../codehost/drivers.ts";
+import type { Keyring } from "../../crypto/envelope.ts";
 import { WORK_CHANNEL } from "../../db/channels.ts";
-import type { Executor } from "../../db/client.ts";
-import type { AppDeps } from "../../deps.ts";
+import type { Database, Executor } from "../../db/client.ts";
 import type { WorkspaceCaller } from "../../http/auth.ts";
 import { badRequest, notFound, ValidationFailed, type ValidationItem } from "../../http/errors.ts";
 import { type LatestRevision, latestRevisionRow } from "../revisions/store.ts";
 import { verifyUploadedTarball } from "../uploads/verify.ts";
-import { specOf } from "./create.ts";
 import { checkIfMatch } from "./preconditions.ts";
 import { etagOf, findDeployment } from "./record.ts";
-import { resolveResourceSpec } from "./resource-spec.ts";
+import { resolveResourceSpec, specOf } from "./resource-spec.ts";
 import { insertRevision, type RevisionContent } from "./revision-writer.ts";
 import {
   checkResourceSpec,
@@ -212,7 +212,9 @@ export interface PatchResult {
  * revision, in one transaction under the deployment's row lock.
  */
 export async function patchDeployment(
-  deps: AppDeps,
+  db: Database,
+  keyring: Keyring,
+  config: CodehostConfig,
   caller: WorkspaceCaller,
   id: string,
   body: PatchDeploymentBody,
@@ -221,14 +223,14 @@ export async function patchDeployment(
   let verified: Plan["codehostCheck"] = null;
   if (isSet(body.source_revision_config?.repo_ref)) {
     // The host check cannot run inside the transaction (it is slow and uses its own connection).
-    const plan = planPatch(await readState(deps.db.orm, caller, id, false), body);
+    const plan = planPatch(await readState(db.orm, caller, id, false), body);
     if (plan.codehostCheck) {
-      await verifyCodehost(deps.db.orm, deps.config, caller.organizationId, plan.codehostCheck);
+      await verifyCodehost(db.orm, config, caller.organizationId, plan.codehostCheck);
       verified = plan.codehostCheck;
     }
   }
 
-  const result = await deps.db.orm.transaction(async (tx) => {
+  const result = await db.orm.transaction(async (tx) => {
     const state = await readState(tx, caller, id, true);
     if (ifMatch !== undefined) {
       const current = await findDeployment(tx, caller.workspaceId, id);
@@ -248,16 +250,16 @@ export async function patchDeployment(
     let revisionId: string | null = null;
     if (plan.revision) {
       const base = state.latest
-        ? await readRevisionSecrets(tx, deps.keyring, state.latest.id)
-        : decryptPendingSecrets(deps.keyring, id, d.pending_secrets_enc);
+        ? await readRevisionSecrets(tx, keyring, state.latest.id)
+        : decryptPendingSecrets(keyring, id, d.pending_secrets_enc);
       const { sentSecrets, ...content } = plan.revision;
       const secrets = sentSecrets ? unmask(sentSecrets, base) : base;
-      revisionId = await insertRevision(tx, deps.keyring, d, { ...content, secrets }, now);
+      revisionId = await insertRevision(tx, keyring, d, { ...content, secrets }, now);
     }
     const record = await findDeployment(tx, caller.workspaceId, id);
     if (!record) throw new Error("deployment vanished under its row lock");
     return { record, revisionId };
   });
-  if (result.revisionId !== null) await deps.db.notify(WORK_CHANNEL, result.revisionId);
+  if (result.revisionId !== null) await db.notify(WORK_CHANNEL, result.revisionId);
   return { ...result, etag: etagOf(result.record) };
 }

@@ -37,6 +37,13 @@ function withDefaultLimits(spec: Spec): Spec {
   return out;
 }
 
+/** The set keys of a request's resource_spec (null inside it means "not given"), or null if none. */
+export function specOf(sent: Spec | null | undefined): Spec | null {
+  if (!sent) return null;
+  const kept = Object.entries(sent).filter(([, v]) => v !== null && v !== undefined);
+  return kept.length === 0 ? null : Object.fromEntries(kept);
+}
+
 /**
  * The spec a new revision stores: `sent` (the set keys of the request, or null) over `base` (the
  * previous revision's). A request sent without its limit gets the default limit again rather than

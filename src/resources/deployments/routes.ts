@@ -54,7 +54,14 @@ export async function deploymentRoutes(app: App): Promise<void> {
     },
     async (request, reply) => {
       const key = checkIdempotencyKey(request.headers["idempotency-key"]);
-      const result = await createDeployment(deps, workspaceOf(request), request.body, key);
+      const result = await createDeployment(
+        deps.db,
+        deps.keyring,
+        deps.config,
+        workspaceOf(request),
+        request.body,
+        key,
+      );
       if (result.replayed) reply.header("idempotent-replayed", "true");
       return reply.code(201).send(result.body);
     },
@@ -118,7 +125,9 @@ export async function deploymentRoutes(app: App): Promise<void> {
     },
     async (request, reply) => {
       const result = await patchDeployment(
-        deps,
+        deps.db,
+        deps.keyring,
+        deps.config,
         workspaceOf(request),
         request.params.deployment_id,
         request.body,
@@ -141,9 +150,15 @@ export async function deploymentRoutes(app: App): Promise<void> {
       },
     },
     async (request, reply) => {
-      await deleteDeployment(deps, workspaceOf(request), request.params.deployment_id, {
-        deleteTracingProject: request.query.delete_tracing_project === true,
-      });
+      await deleteDeployment(
+        deps.db,
+        deps.config.reconciler,
+        workspaceOf(request),
+        request.params.deployment_id,
+        {
+          deleteTracingProject: request.query.delete_tracing_project === true,
+        },
+      );
       return reply.code(204).send(null);
     },
   );
@@ -164,7 +179,7 @@ export async function deploymentRoutes(app: App): Promise<void> {
     },
     async (request, reply) => {
       const ids = bulkDeleteIds(request.query.deployment_ids);
-      const results = await deleteDeployments(deps, workspaceOf(request), ids, {
+      const results = await deleteDeployments(deps.db, deps.config.reconciler, workspaceOf(request), ids, {
         deleteTracingProject: request.query.delete_tracing_project === true,
       });
       const deleted = results.filter((r) => r.status === 204).length;

@@ -23,12 +23,7 @@ export async function revisionRoutes(app: App): Promise<void> {
       },
     },
     async (request) =>
-      listRevisions(
-        app.deps.db,
-        workspaceOf(request).workspaceId,
-        request.params.deployment_id,
-        request.query,
-      ),
+      listRevisions(deps.db, workspaceOf(request).workspaceId, request.params.deployment_id, request.query),
   );
 
   app.get(
@@ -38,7 +33,7 @@ export async function revisionRoutes(app: App): Promise<void> {
     },
     async (request) =>
       getRevision(
-        app.deps.db,
+        deps.db,
         workspaceOf(request).workspaceId,
         request.params.deployment_id,
         request.params.revision_id,
@@ -56,7 +51,13 @@ export async function revisionRoutes(app: App): Promise<void> {
       },
     },
     async (request) =>
-      redeployRevision(deps, workspaceOf(request), request.params.deployment_id, request.params.revision_id),
+      redeployRevision(
+        deps.db,
+        deps.keyring,
+        workspaceOf(request),
+        request.params.deployment_id,
+        request.params.revision_id,
+      ),
   );
 
   // The anchor's clients use both names of the same operation.
@@ -76,7 +77,7 @@ export async function revisionRoutes(app: App): Promise<void> {
       },
       async (request) =>
         interruptRevision(
-          deps,
+          deps.db,
           workspaceOf(request),
           request.params.deployment_id,
           request.params.revision_id,

@@ -1,6 +1,6 @@
+import type { Keyring } from "../../crypto/envelope.ts";
 import { WORK_CHANNEL } from "../../db/channels.ts";
-import type { Reader } from "../../db/client.ts";
-import type { AppDeps } from "../../deps.ts";
+import type { Database, Reader } from "../../db/client.ts";
 import type { WorkspaceCaller } from "../../http/auth.ts";
 import { badRequest, notFound } from "../../http/errors.ts";
 import { isTerminal, REVISION_STATUSES, type RevisionStatus } from "../../reconciler/states.ts";
@@ -82,34 +82,35 @@ export async function getRevision(
  * and secrets. Returns the deployment.
  */
 export async function redeployRevision(
-  deps: AppDeps,
+  db: Database,
+  keyring: Keyring,
   caller: WorkspaceCaller,
   deploymentId: string,
   revisionId: string,
 ): Promise<Deployment> {
-  const result = await deps.db.orm.transaction(async (tx) => {
+  const result = await db.orm.transaction(async (tx) => {
     const d = await lockDeployment(tx, caller.workspaceId, deploymentId);
     if (!d) throw notFound("Deployment not found.");
-    const content = await readRevisionContent(tx, deps.keyring, deploymentId, revisionId);
+    const content = await readRevisionContent(tx, keyring, deploymentId, revisionId);
     if (!content) throw notFound("Revision not found.");
     if (d.status === "AWAITING_DELETE") throw badRequest("The deployment is being deleted.");
-    const id = await insertRevision(tx, deps.keyring, d, content, new Date());
+    const id = await insertRevision(tx, keyring, d, content, new Date());
     const record = await findDeployment(tx, caller.workspaceId, deploymentId);
     if (!record) throw new Error("deployment vanished under its row lock");
     return { record, id };
   });
-  await deps.db.notify(WORK_CHANNEL, result.id);
+  await db.notify(WORK_CHANNEL, result.id);
   return result.record;
 }
 
 /** Stops a revision that has not ended: INTERRUPTED at once; the reconciler stops its work. */
 export async function interruptRevision(
-  deps: AppDeps,
+  db: Database,
   caller: WorkspaceCaller,
   deploymentId: string,
   revisionId: string,
 ): Promise<Revision> {
-  const revision = await deps.db.orm.transaction(async (tx) => {
+  const revision = await db.orm.transaction(async (tx) => {
     const status = await lockRevisionStatus(tx, caller.workspaceId, deploymentId, revisionId);
     if (status === undefined) throw notFound("Revision not found.");
     if (isTerminal(status)) {
@@ -124,6 +125,6 @@ export async function interruptRevision(
     );
     return getRevision(tx, caller.workspaceId, deploymentId, revisionId);
   });
-  await deps.db.notify(WORK_CHANNEL, revisionId);
+  await db.notify(WORK_CHANNEL, revisionId);
   return revision;
 }

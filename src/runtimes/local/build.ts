@@ -1,8 +1,8 @@
-import { access } from "node:fs/promises";
 import { join } from "node:path";
 import { BuildError } from "../interface.ts";
 import { packageScript, readPackageJson } from "./app-config.ts";
 import { describeExit, run } from "./exec.ts";
+import { exists } from "./files.ts";
 import type { Wrap } from "./sandbox.ts";
 
 export interface BuildOptions {
@@ -14,15 +14,6 @@ export interface BuildOptions {
   wrap: Wrap;
   signal: AbortSignal;
   log: (line: string) => void;
-}
-
-async function exists(path: string): Promise<boolean> {
-  try {
-    await access(path);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 /** The commands a source needs: the given ones, else what its package.json implies. */

@@ -12,6 +12,7 @@ function segment(kind: string, id: string): string {
  * Where the local runtime keeps its files under the data dir:
  *   apps/<deploymentId>/<revisionId>/app/         the revision's source tree, built in place
  *   apps/<deploymentId>/<revisionId>/build.json   the resolved app config, written last by build
+ *   apps/<deploymentId>/processes.json            its live process groups (see orphans.ts)
  *   apps/<deploymentId>/home/                     the deployment's HOME (npm cache in .npm)
  *   apps/<deploymentId>/uid, etc/                 its sandbox uid and /etc/passwd, /etc/group
  *   runtime/home                                  HOME of Slipway's own git commands
@@ -38,6 +39,11 @@ export class Layout {
 
   buildRecord(deploymentId: string, revisionId: string): string {
     return join(this.revisionDir(deploymentId, revisionId), "build.json");
+  }
+
+  /** The deployment's live process groups, so a restarted Slipway can end what a killed one left. */
+  processRecord(deploymentId: string): string {
+    return join(this.deploymentDir(deploymentId), "processes.json");
   }
 
   /** HOME of Slipway's own git commands (never a build's or an app's). */

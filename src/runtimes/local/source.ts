@@ -2,19 +2,11 @@ import { cp, readdir, rename, rm, stat } from "node:fs/promises";
 import { basename, join } from "node:path";
 import { type PreparedSource, type RevisionSpec, SourceError } from "../interface.ts";
 import { gitEnv } from "./env.ts";
+import { exists } from "./files.ts";
 import { cloneAt } from "./git.ts";
 import type { Layout } from "./layout.ts";
 import type { LocalLimits } from "./limits.ts";
 import { extractTarball } from "./tarball.ts";
-
-async function exists(path: string): Promise<boolean> {
-  try {
-    await stat(path);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 /**
  * Archives made with `tar czf app.tgz app/` hold one top directory. When the file the build looks

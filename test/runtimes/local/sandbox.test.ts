@@ -254,7 +254,7 @@ describe("local runtime: sandbox (bubblewrap)", { skip }, () => {
       [
         "--import",
         "tsx",
-        join(import.meta.dirname, "fixtures", "host.ts"),
+        join(import.meta.dirname, "..", "..", "helpers", "local-runtime-host.ts"),
         dataDir,
         JSON.stringify(s),
         "bwrap",

@@ -1,0 +1,40 @@
+import type { SandboxMode, UidRange } from "../../config.ts";
+import type { ContainerNetwork, EngineChoice } from "./containers/engine.ts";
+import type { LocalLimits } from "./limits.ts";
+
+/** How `slipway serve` (reconciler/start.ts) and the tests configure the local runtime; defaults in runtime.ts. */
+
+/** What the runtime reports outside any revision's logs (pino's and Fastify's loggers fit). */
+export interface RuntimeLogger {
+  info(obj: object, msg: string): void;
+  warn(obj: object, msg: string): void;
+}
+
+export interface LocalRuntimeOptions {
+  dataDir: string;
+  /** Port of the apps listener; 0 picks a free one (see `appsPort` after `start`). */
+  appsPort: number;
+  appsDomain: string;
+  appsHost: string;
+  /** How long every process of a revision has to answer its health check. */
+  healthTimeoutMs: number;
+  logger: RuntimeLogger;
+  /** SIGTERM → SIGKILL grace when stopping processes (default 5 s). */
+  stopGraceMs?: number;
+  /** Longest wait for in-flight requests of a replaced revision (default 30 s). */
+  drainTimeoutMs?: number;
+  /** First restart delay after a crash, doubled per crash in a row (default 1 s). */
+  restartBackoffMs?: number;
+  /** Upper bound on processes per revision (default 8): one machine, many apps. */
+  maxScale?: number;
+  /** Source and build disk limits (defaults: 1 GiB, 100k files, 4096 MB). */
+  limits?: Partial<LocalLimits>;
+  /** Engine for image revisions (default auto: podman, else docker). */
+  containerEngine?: EngineChoice;
+  /** Network of image revisions (default bridge, the app's port published on loopback). */
+  containerNetwork?: ContainerNetwork;
+  /** SLIPWAY_SANDBOX: how build commands and app processes are confined (README "Sandbox"). */
+  sandbox: SandboxMode;
+  /** SLIPWAY_APP_UID_RANGE: deployments' own uids when Slipway runs as root (default 200000-265535). */
+  uidRange?: UidRange;
+}

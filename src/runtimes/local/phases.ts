@@ -1,0 +1,126 @@
+import { mkdir, rm, stat } from "node:fs/promises";
+import { type PhaseContext, type PreparedSource, type RevisionSpec, SourceError } from "../interface.ts";
+import { type BuildRecord, readBuildRecord, resolveAppConfig, writeBuildRecord } from "./app-config.ts";
+import { runBuild } from "./build.ts";
+import { type Confiner, UNSANDBOXED_WARNING } from "./confine.ts";
+import type { EngineFinder } from "./containers/engine.ts";
+import { fetchImage, imagePresent, imageRecord } from "./containers/revision.ts";
+import { withDiskLimit } from "./disk-limit.ts";
+import { abortError } from "./exec.ts";
+import type { Layout } from "./layout.ts";
+import { buildDiskExceeded, type LocalLimits } from "./limits.ts";
+import { fetchSource } from "./source.ts";
+
+/**
+ * The runtime's prepare and build phases: fetch a revision's source (or image) into its directory,
+ * run its install and build commands under the disk limit, and write `build.json` last, so its
+ * presence means "built". Neither touches what runs; activation (runtime.ts) reads what they leave.
+ */
+
+/** What the phases work with: the runtime's directories, sandbox, engine and limits. */
+export interface PhaseHandles {
+  layout: Layout;
+  confiner: Confiner;
+  containers: EngineFinder;
+  limits: LocalLimits;
+}
+
+/** Log lines of the revision, with host paths shown as the app sees them. */
+export function revisionLog(
+  confiner: Confiner,
+  spec: RevisionSpec,
+  ctx: PhaseContext,
+  stream: "build" | "deploy",
+): (line: string) => void {
+  const hide = confiner.hidePaths(spec.deploymentId, spec.revisionId);
+  return (line) => ctx.log(stream, hide(line));
+}
+
+export async function prepareRevision(
+  h: PhaseHandles,
+  spec: RevisionSpec,
+  ctx: PhaseContext,
+): Promise<PreparedSource> {
+  const log = revisionLog(h.confiner, spec, ctx, "build");
+  const revisionDir = h.layout.revisionDir(spec.deploymentId, spec.revisionId);
+  const appDir = h.layout.appDir(spec.deploymentId, spec.revisionId);
+  // Nothing of a revision that may not run here is fetched; activate fails it (DEPLOY_FAILED).
+  const refusal = await h.confiner.refusal(spec);
+  if (refusal !== undefined) {
+    log(`slipway: not fetching the source: ${refusal}`);
+    return {};
+  }
+  await rm(revisionDir, { recursive: true, force: true });
+  await mkdir(appDir, { recursive: true });
+  await mkdir(h.layout.homeDir, { recursive: true });
+  try {
+    if (ctx.signal.aborted) throw abortError(ctx.signal);
+    if (spec.source.kind === "image") {
+      await fetchImage(h.containers, spec.source.imageUri, ctx.signal, log);
+      return {};
+    }
+    return await fetchSource(h.layout, spec, appDir, ctx.signal, log, h.limits);
+  } catch (err) {
+    await rm(revisionDir, { recursive: true, force: true });
+    if (ctx.signal.aborted) throw abortError(ctx.signal);
+    if (err instanceof SourceError) log(`error: ${err.message}`);
+    throw err;
+  }
+}
+
+export async function buildRevision(h: PhaseHandles, spec: RevisionSpec, ctx: PhaseContext): Promise<void> {
+  const log = revisionLog(h.confiner, spec, ctx, "build");
+  const refusal = await h.confiner.refusal(spec);
+  if (refusal !== undefined) {
+    log(`slipway: not building: ${refusal}`);
+    return;
+  }
+  const revisionDir = h.layout.revisionDir(spec.deploymentId, spec.revisionId);
+  const appDir = h.layout.appDir(spec.deploymentId, spec.revisionId);
+  try {
+    if (ctx.signal.aborted) throw abortError(ctx.signal);
+    let record: BuildRecord;
+    if (spec.source.kind === "image") {
+      record = await imageRecord(h.containers, spec.source.imageUri, log);
+    } else {
+      await stat(appDir);
+      // The config is checked first: a bad one fails in a second, not after a long install.
+      const config = await resolveAppConfig(appDir, spec.frameworkConfigPath, log);
+      const confined = await h.confiner.confine(spec.deploymentId, appDir, true);
+      if (!confined.sandboxed) log(UNSANDBOXED_WARNING);
+      const limitBytes = h.limits.buildDiskBytes;
+      const exceeded = () => buildDiskExceeded(limitBytes);
+      await withDiskLimit({ dir: revisionDir, limitBytes, signal: ctx.signal, exceeded, log }, (signal) =>
+        runBuild({
+          appDir,
+          installCommand: spec.installCommand,
+          buildCommand: spec.buildCommand,
+          env: confined.env,
+          wrap: confined.wrap,
+          signal,
+          log,
+        }),
+      );
+      record = { version: 1, kind: "process", ...config };
+    }
+    if (ctx.signal.aborted) throw abortError(ctx.signal);
+    await writeBuildRecord(h.layout.buildRecord(spec.deploymentId, spec.revisionId), record);
+    log("Build finished.");
+  } catch (err) {
+    await rm(revisionDir, { recursive: true, force: true });
+    if (ctx.signal.aborted) throw abortError(ctx.signal);
+    throw err;
+  }
+}
+
+/** Built: `build.json` is there and what it names still is (the image in the store, or the tree). */
+export async function isRevisionBuilt(h: PhaseHandles, spec: RevisionSpec): Promise<boolean> {
+  const record = await readBuildRecord(h.layout.buildRecord(spec.deploymentId, spec.revisionId));
+  if (record === undefined) return false;
+  if (record.kind === "image") return imagePresent(h.containers, record.image);
+  try {
+    return (await stat(h.layout.appDir(spec.deploymentId, spec.revisionId))).isDirectory();
+  } catch {
+    return false;
+  }
+}
