@@ -293,19 +293,3 @@ export async function saveKeyResponse(
          WHERE workspace_id = ${workspaceId} AND key = ${key}`,
   );
 }
-
-/** The name of a live deployment of the organization that builds from the integration, if any. */
-export async function deploymentBuildingFrom(
-  exec: Reader,
-  organizationId: string,
-  integrationId: string,
-): Promise<string | undefined> {
-  const [used] = await rows<{ name: string }>(
-    exec,
-    sql`SELECT name FROM deployments
-         WHERE organization_id = ${organizationId} AND source = 'codehost'
-           AND source_config->>'integration_id' = ${integrationId} AND status <> 'AWAITING_DELETE'
-         LIMIT 1`,
-  );
-  return used?.name;
-}

@@ -12,9 +12,8 @@ import type { IntegrationConfig } from "../../db/schema/codehost.ts";
 import type { OrganizationCaller } from "../../http/auth.ts";
 import { conflict, forbidden, invalid, notFound } from "../../http/errors.ts";
 import { iso } from "../../http/schemas.ts";
-import { deploymentBuildingFrom } from "../deployments/store.ts";
 import type { CreateIntegrationBody, Integration } from "./schema.ts";
-import { deleteIntegrationRow, insertIntegrationRow, integrationRows } from "./store.ts";
+import { deleteIntegrationRow, deploymentUsing, insertIntegrationRow, integrationRows } from "./store.ts";
 
 type Caller = OrganizationCaller;
 
@@ -113,7 +112,7 @@ async function ownIntegration(exec: Executor, caller: Caller, id: string): Promi
 export async function deleteIntegration(exec: Executor, caller: Caller, id: string): Promise<Integration> {
   assertOrganizationWide(caller);
   const row = await ownIntegration(exec, caller, id);
-  const used = await deploymentBuildingFrom(exec, caller.organizationId, row.id);
+  const used = await deploymentUsing(exec, caller.organizationId, row.id);
   if (used !== undefined) {
     throw conflict(`Deployment ${used} builds from this integration: delete it first.`);
   }

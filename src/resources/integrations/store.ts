@@ -1,6 +1,6 @@
-import { and, asc, eq } from "drizzle-orm";
+import { and, asc, eq, sql } from "drizzle-orm";
 import type { IntegrationRow } from "../../codehost/drivers.ts";
-import type { Executor } from "../../db/client.ts";
+import { type Executor, rows } from "../../db/client.ts";
 import { integrations } from "../../db/schema/codehost.ts";
 
 /**
@@ -35,4 +35,23 @@ export async function deleteIntegrationRow(
   await exec
     .delete(integrations)
     .where(and(eq(integrations.id, id), eq(integrations.organizationId, organizationId)));
+}
+
+/**
+ * The name of a live deployment of the organization that builds from the integration, if any
+ * (a read of `deployments`, which deployments/store.ts writes).
+ */
+export async function deploymentUsing(
+  exec: Executor,
+  organizationId: string,
+  integrationId: string,
+): Promise<string | undefined> {
+  const [used] = await rows<{ name: string }>(
+    exec,
+    sql`SELECT name FROM deployments
+         WHERE organization_id = ${organizationId} AND source = 'codehost'
+           AND source_config->>'integration_id' = ${integrationId} AND status <> 'AWAITING_DELETE'
+         LIMIT 1`,
+  );
+  return used?.name;
 }
