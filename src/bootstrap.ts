@@ -1,10 +1,10 @@
-import { asc, eq } from "drizzle-orm";
 import { BOOTSTRAP_LOCK } from "./db/channels.ts";
 import type { Database } from "./db/client.ts";
-import { apiKeys, organizations } from "./db/schema/identity.ts";
 import { hashApiKey } from "./resources/api-keys/key-material.ts";
 import { insertApiKey } from "./resources/api-keys/service.ts";
+import { apiKeyExists } from "./resources/api-keys/store.ts";
 import { createOrganization } from "./resources/organizations/service.ts";
+import { firstOrganization, organizationNamed } from "./resources/organizations/store.ts";
 
 export interface BootstrapResult {
   /** The key value when this start generated it (print it once); undefined otherwise. */
@@ -20,18 +20,14 @@ export interface BootstrapResult {
 export async function bootstrap(db: Database, bootstrapKey: string | undefined): Promise<BootstrapResult> {
   return db.withAdvisoryLock(BOOTSTRAP_LOCK, async () => {
     const orm = db.orm;
-    const [first] = await orm.select().from(organizations).orderBy(asc(organizations.createdAt)).limit(1);
+    const first = await firstOrganization(orm);
     if (!first) {
       const org = await createOrganization(orm, { name: "default", key: bootstrapKey, isSystem: true });
       return { createdOrganization: true, generatedKey: bootstrapKey ? undefined : org.api_key.key };
     }
     if (bootstrapKey) {
-      const [existing] = await orm
-        .select({ id: apiKeys.id })
-        .from(apiKeys)
-        .where(eq(apiKeys.keyHash, hashApiKey(bootstrapKey)));
-      if (!existing) {
-        const [named] = await orm.select().from(organizations).where(eq(organizations.name, "default"));
+      if (!(await apiKeyExists(orm, hashApiKey(bootstrapKey)))) {
+        const named = await organizationNamed(orm, "default");
         await insertApiKey(orm, {
           organizationId: (named ?? first).id,
           role: "admin",

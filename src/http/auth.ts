@@ -1,10 +1,10 @@
-import { sql } from "drizzle-orm";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { AUTH_CHANNEL } from "../db/channels.ts";
-import { type Database, rows } from "../db/client.ts";
+import type { Database } from "../db/client.ts";
 import { isUuid } from "../db/ids.ts";
 import type { Role } from "../db/schema/identity.ts";
 import { hashApiKey } from "../resources/api-keys/key-material.ts";
+import { type KeyRow, keyByHash } from "../resources/api-keys/store.ts";
 import { AuthCache } from "./auth-cache.ts";
 import { forbidden, unauthorized } from "./errors.ts";
 
@@ -66,31 +66,6 @@ export function apiKeyOf(request: FastifyRequest): string | undefined {
   return undefined;
 }
 
-export interface KeyRow {
-  id: string;
-  organization_id: string;
-  workspace_id: string | null;
-  role: Role;
-  is_system: boolean;
-  revoked: boolean;
-  default_workspace_id: string | null;
-  requested_workspace: string | null;
-}
-
-/** One query: the key, its organization's default workspace, and whether X-Tenant-Id is one of its workspaces. */
-async function lookup(db: Database, keyHash: string, tenant: string | null): Promise<KeyRow | undefined> {
-  const [row] = await rows<KeyRow>(
-    db,
-    sql`SELECT k.id, k.organization_id, k.workspace_id, k.role, k.is_system,
-               (k.revoked_at IS NOT NULL) AS revoked, o.default_workspace_id,
-               (SELECT w.id FROM workspaces w WHERE w.id = ${tenant}::uuid AND w.organization_id = k.organization_id)
-                 AS requested_workspace
-          FROM api_keys k JOIN organizations o ON o.id = k.organization_id
-         WHERE k.key_hash = ${keyHash}`,
-  );
-  return row;
-}
-
 function resolveTenant(
   row: KeyRow,
   header: string | undefined,
@@ -141,7 +116,7 @@ export async function registerAuth(app: FastifyInstance, db: Database): Promise<
     const cacheKey = `${keyHash}|${tenant ?? ""}`;
     let row = cache.get(cacheKey);
     if (!row) {
-      row = await lookup(db, keyHash, tenant);
+      row = await keyByHash(db, keyHash, tenant);
       if (row && !row.revoked) cache.set(cacheKey, row.id, row);
     }
     if (!row || row.revoked) throw unauthorized("Invalid or revoked API key.");

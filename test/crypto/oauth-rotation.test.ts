@@ -7,7 +7,7 @@ import { encryptedColumns, encryptionContext } from "../../src/crypto/registry.t
 import { rotateSecrets } from "../../src/crypto/rotate.ts";
 import { rows } from "../../src/db/client.ts";
 import { oauthFlows } from "../../src/db/schema/oauth.ts";
-import { saveTokens } from "../../src/resources/oauth-flows/token-store.ts";
+import { saveTokens } from "../../src/resources/oauth-flows/tokens.ts";
 import { insertProvider } from "../../src/resources/oauth-providers/service.ts";
 import { forEachDatabase } from "../helpers/harness.ts";
 

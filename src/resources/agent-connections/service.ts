@@ -1,24 +1,22 @@
 import { randomUUID } from "node:crypto";
-import { and, asc, eq } from "drizzle-orm";
 import type { Executor } from "../../db/client.ts";
 import { isUniqueViolation } from "../../db/errors.ts";
-import { agentConnections, oauthProviders, oauthTokens } from "../../db/schema/oauth.ts";
 import { conflict, notFound } from "../../http/errors.ts";
 import { iso } from "../../http/schemas.ts";
-import type { TokenRow } from "../oauth-flows/token-store.ts";
-import type { ProviderRow } from "../oauth-providers/service.ts";
+import type { ProviderRow } from "../oauth-providers/store.ts";
 import type { TokenOwner } from "../oauth-tokens/owner.ts";
 import { ownedToken } from "../oauth-tokens/service.ts";
+import type { TokenRow } from "../oauth-tokens/store.ts";
 import type { AgentConnection } from "./schema.ts";
+import {
+  type AgentScope,
+  type ConnectionRow,
+  connectionRows,
+  deleteConnectionRow,
+  insertConnectionRow,
+} from "./store.ts";
 
-/** Where connections live: an agent is named within one workspace. */
-export interface AgentScope {
-  organizationId: string;
-  workspaceId: string;
-  agentId: string;
-}
-
-type ConnectionRow = typeof agentConnections.$inferSelect;
+export type { AgentScope };
 
 function toConnection(row: ConnectionRow, token: TokenRow, provider: ProviderRow): AgentConnection {
   return {
@@ -34,25 +32,8 @@ function toConnection(row: ConnectionRow, token: TokenRow, provider: ProviderRow
   };
 }
 
-const inScope = (s: AgentScope) =>
-  and(
-    eq(agentConnections.organizationId, s.organizationId),
-    eq(agentConnections.workspaceId, s.workspaceId),
-    eq(agentConnections.agentId, s.agentId),
-  );
-
-async function connectionsWhere(exec: Executor, where: ReturnType<typeof and>) {
-  return exec
-    .select({ connection: agentConnections, token: oauthTokens, provider: oauthProviders })
-    .from(agentConnections)
-    .innerJoin(oauthTokens, eq(oauthTokens.id, agentConnections.oauthTokenRef))
-    .innerJoin(oauthProviders, eq(oauthProviders.id, agentConnections.providerRef))
-    .where(where)
-    .orderBy(asc(agentConnections.createdAt), asc(agentConnections.id));
-}
-
 export async function listConnections(exec: Executor, scope: AgentScope): Promise<AgentConnection[]> {
-  const list = await connectionsWhere(exec, inScope(scope));
+  const list = await connectionRows(exec, scope);
   return list.map((r) => toConnection(r.connection, r.token, r.provider));
 }
 
@@ -65,19 +46,15 @@ export async function createConnection(
 ): Promise<AgentConnection> {
   const { token, provider } = await ownedToken(exec, owner, tokenId);
   try {
-    const [row] = await exec
-      .insert(agentConnections)
-      .values({
-        id: randomUUID(),
-        organizationId: scope.organizationId,
-        workspaceId: scope.workspaceId,
-        agentId: scope.agentId,
-        oauthTokenRef: token.id,
-        providerRef: provider.id,
-        createdBy: owner.userId,
-      })
-      .returning();
-    if (!row) throw new Error("storing the connection returned no row");
+    const row = await insertConnectionRow(exec, {
+      id: randomUUID(),
+      organizationId: scope.organizationId,
+      workspaceId: scope.workspaceId,
+      agentId: scope.agentId,
+      oauthTokenRef: token.id,
+      providerRef: provider.id,
+      createdBy: owner.userId,
+    });
     return toConnection(row, token, provider);
   } catch (err) {
     if (isUniqueViolation(err)) {
@@ -94,11 +71,7 @@ export async function deleteConnection(
   scope: AgentScope,
   connectionId: string,
 ): Promise<void> {
-  const deleted = await exec
-    .delete(agentConnections)
-    .where(and(inScope(scope), eq(agentConnections.id, connectionId)))
-    .returning({ id: agentConnections.id });
-  if (deleted.length === 0) throw notFound("Agent connection not found.");
+  if (!(await deleteConnectionRow(exec, scope, connectionId))) throw notFound("Agent connection not found.");
 }
 
 /** The agent's connection for a provider, with its token, if it has one. */
@@ -107,9 +80,6 @@ export async function connectionFor(
   scope: AgentScope,
   providerRef: string,
 ): Promise<{ connection: ConnectionRow; token: TokenRow } | undefined> {
-  const [found] = await connectionsWhere(
-    exec,
-    and(inScope(scope), eq(agentConnections.providerRef, providerRef)),
-  );
+  const [found] = await connectionRows(exec, scope, providerRef);
   return found && { connection: found.connection, token: found.token };
 }

@@ -1,13 +1,12 @@
-import { and, asc, eq } from "drizzle-orm";
 import type { Executor } from "../../db/client.ts";
-import { apiKeys, type Role, workspaces } from "../../db/schema/identity.ts";
+import type { Role } from "../../db/schema/identity.ts";
 import type { OrganizationCaller } from "../../http/auth.ts";
 import { forbidden, invalid, notFound } from "../../http/errors.ts";
 import { iso } from "../../http/schemas.ts";
+import { isWorkspaceOf } from "../workspaces/store.ts";
 import { displayPrefix, generateApiKey, hashApiKey } from "./key-material.ts";
 import type { ApiKey, ApiKeyCreated } from "./schema.ts";
-
-type Row = typeof apiKeys.$inferSelect;
+import { apiKeyRows, findApiKeyRow, insertApiKeyRow, markRevoked, type ApiKeyRow as Row } from "./store.ts";
 
 export function toApiKey(row: Row): ApiKey {
   return {
@@ -36,19 +35,16 @@ export interface NewKey {
 /** Inserts a key and returns it with its value, the only time the value is seen. */
 export async function insertApiKey(exec: Executor, input: NewKey): Promise<ApiKeyCreated> {
   const key = input.key ?? generateApiKey();
-  const [row] = await exec
-    .insert(apiKeys)
-    .values({
-      organizationId: input.organizationId,
-      workspaceId: input.workspaceId ?? null,
-      role: input.role,
-      isSystem: input.isSystem ?? false,
-      description: input.description ?? "",
-      prefix: displayPrefix(key),
-      keyHash: hashApiKey(key),
-    })
-    .returning();
-  return { ...toApiKey(row as Row), key };
+  const row = await insertApiKeyRow(exec, {
+    organizationId: input.organizationId,
+    workspaceId: input.workspaceId ?? null,
+    role: input.role,
+    isSystem: input.isSystem ?? false,
+    description: input.description ?? "",
+    prefix: displayPrefix(key),
+    keyHash: hashApiKey(key),
+  });
+  return { ...toApiKey(row), key };
 }
 
 type Caller = OrganizationCaller;
@@ -63,12 +59,8 @@ export async function createApiKey(
   if (caller.boundWorkspaceId !== null && workspaceId !== caller.boundWorkspaceId) {
     throw forbidden("A workspace-bound API key can only create keys bound to the same workspace.");
   }
-  if (workspaceId !== null) {
-    const [ws] = await exec
-      .select({ id: workspaces.id })
-      .from(workspaces)
-      .where(and(eq(workspaces.id, workspaceId), eq(workspaces.organizationId, caller.organizationId)));
-    if (!ws) throw invalid(["body", "workspace_id"], "Not a workspace of this organization.");
+  if (workspaceId !== null && !(await isWorkspaceOf(exec, caller.organizationId, workspaceId))) {
+    throw invalid(["body", "workspace_id"], "Not a workspace of this organization.");
   }
   return insertApiKey(exec, {
     organizationId: caller.organizationId,
@@ -79,35 +71,16 @@ export async function createApiKey(
 }
 
 export async function listApiKeys(exec: Executor, caller: Caller): Promise<ApiKey[]> {
-  const scope =
-    caller.boundWorkspaceId === null
-      ? eq(apiKeys.organizationId, caller.organizationId)
-      : and(
-          eq(apiKeys.organizationId, caller.organizationId),
-          eq(apiKeys.workspaceId, caller.boundWorkspaceId),
-        );
-  const list = await exec
-    .select()
-    .from(apiKeys)
-    .where(scope)
-    .orderBy(asc(apiKeys.createdAt), asc(apiKeys.id));
+  const list = await apiKeyRows(exec, caller.organizationId, caller.boundWorkspaceId);
   return list.map(toApiKey);
 }
 
 /** Revokes at once: the next request with the key is a 401. Revoking twice keeps the first time. */
 export async function revokeApiKey(exec: Executor, caller: Caller, id: string): Promise<ApiKey> {
-  const [row] = await exec
-    .select()
-    .from(apiKeys)
-    .where(and(eq(apiKeys.id, id), eq(apiKeys.organizationId, caller.organizationId)));
+  const row = await findApiKeyRow(exec, caller.organizationId, id);
   if (!row || (caller.boundWorkspaceId !== null && row.workspaceId !== caller.boundWorkspaceId)) {
     throw notFound("API key not found.");
   }
   if (row.revokedAt) return toApiKey(row);
-  const [updated] = await exec
-    .update(apiKeys)
-    .set({ revokedAt: new Date() })
-    .where(eq(apiKeys.id, id))
-    .returning();
-  return toApiKey(updated as Row);
+  return toApiKey((await markRevoked(exec, id)) ?? row);
 }

@@ -1,5 +1,4 @@
 import { basename } from "node:path";
-import { and, asc, eq, sql } from "drizzle-orm";
 import { type CodehostConfig, driverFor, type IntegrationRow } from "../../codehost/drivers.ts";
 import { InstallationNotFound } from "../../codehost/errors.ts";
 import { githubAppOf } from "../../codehost/github/client.ts";
@@ -7,13 +6,14 @@ import { installationAccount } from "../../codehost/github/driver.ts";
 import type { CodehostRepository } from "../../codehost/interface.ts";
 import { resolveAllowedDir } from "../../codehost/local-git/paths.ts";
 import { findIntegration } from "../../codehost/store.ts";
-import { type Executor, rows } from "../../db/client.ts";
+import type { Executor } from "../../db/client.ts";
 import { isUniqueViolation } from "../../db/errors.ts";
-import { type IntegrationConfig, integrations } from "../../db/schema/codehost.ts";
+import type { IntegrationConfig } from "../../db/schema/codehost.ts";
 import type { OrganizationCaller } from "../../http/auth.ts";
 import { conflict, forbidden, invalid, notFound } from "../../http/errors.ts";
 import { iso } from "../../http/schemas.ts";
 import type { CreateIntegrationBody, Integration } from "./schema.ts";
+import { deleteIntegrationRow, deploymentUsing, insertIntegrationRow, integrationRows } from "./store.ts";
 
 type Caller = OrganizationCaller;
 
@@ -31,11 +31,7 @@ export function toIntegration(row: IntegrationRow): Integration {
 }
 
 export async function listIntegrations(exec: Executor, caller: Caller): Promise<Integration[]> {
-  const list = await exec
-    .select()
-    .from(integrations)
-    .where(eq(integrations.organizationId, caller.organizationId))
-    .orderBy(asc(integrations.createdAt), asc(integrations.id));
+  const list = await integrationRows(exec, caller.organizationId);
   return list.map(toIntegration);
 }
 
@@ -87,16 +83,13 @@ export async function createIntegration(
   assertOrganizationWide(caller);
   const target = await resolveTarget(config, body);
   try {
-    const [row] = await exec
-      .insert(integrations)
-      .values({
-        organizationId: caller.organizationId,
-        kind: body.kind,
-        config: target.config,
-        name: body.name ?? target.name,
-      })
-      .returning();
-    return toIntegration(row as IntegrationRow);
+    const row = await insertIntegrationRow(exec, {
+      organizationId: caller.organizationId,
+      kind: body.kind,
+      config: target.config,
+      name: body.name ?? target.name,
+    });
+    return toIntegration(row);
   } catch (err) {
     if (isUniqueViolation(err)) {
       throw conflict(
@@ -119,19 +112,11 @@ async function ownIntegration(exec: Executor, caller: Caller, id: string): Promi
 export async function deleteIntegration(exec: Executor, caller: Caller, id: string): Promise<Integration> {
   assertOrganizationWide(caller);
   const row = await ownIntegration(exec, caller, id);
-  const [used] = await rows<{ name: string }>(
-    exec,
-    sql`SELECT name FROM deployments
-         WHERE organization_id = ${caller.organizationId} AND source = 'codehost'
-           AND source_config->>'integration_id' = ${row.id} AND status <> 'AWAITING_DELETE'
-         LIMIT 1`,
-  );
-  if (used) {
-    throw conflict(`Deployment ${used.name} builds from this integration: delete it first.`);
+  const used = await deploymentUsing(exec, caller.organizationId, row.id);
+  if (used !== undefined) {
+    throw conflict(`Deployment ${used} builds from this integration: delete it first.`);
   }
-  await exec
-    .delete(integrations)
-    .where(and(eq(integrations.id, id), eq(integrations.organizationId, caller.organizationId)));
+  await deleteIntegrationRow(exec, caller.organizationId, id);
   return toIntegration(row);
 }
 

@@ -1,16 +1,17 @@
 import { createHash, randomUUID } from "node:crypto";
-import { and, eq, lt } from "drizzle-orm";
 import { encryptionContext } from "../../crypto/registry.ts";
 import type { Executor } from "../../db/client.ts";
-import { oauthFlows, oauthTokens } from "../../db/schema/oauth.ts";
 import { invalid } from "../../http/errors.ts";
 import { authorizationUrl, newCodeVerifier, newState } from "../../oauth/client.ts";
 import { connectionFor } from "../agent-connections/service.ts";
-import { findProviderRow, type ProviderRow } from "../oauth-providers/service.ts";
+import { findProviderRow } from "../oauth-providers/service.ts";
+import type { ProviderRow } from "../oauth-providers/store.ts";
 import type { TokenOwner } from "../oauth-tokens/owner.ts";
+import { pickToken, type Subject, type TokenRow, tokenById } from "../oauth-tokens/store.ts";
 import { callbackUrl, FLOW_TTL_MS, type FlowEnv, providerClient } from "./env.ts";
 import type { AuthenticateBody, AuthenticateResult } from "./schema.ts";
-import { issued, pickToken, type Subject, type TokenRow, usableToken } from "./token-store.ts";
+import { deleteFlowsExpiredBefore, insertFlowRow } from "./store.ts";
+import { issued, usableToken } from "./tokens.ts";
 
 export const hashState = (state: string) => createHash("sha256").update(state, "utf8").digest("hex");
 export const verifierContext = (flowId: string) =>
@@ -35,12 +36,12 @@ async function startFlow(
   provider: ProviderRow,
   plan: FlowPlan,
 ): Promise<AuthenticateResult> {
-  await exec.delete(oauthFlows).where(lt(oauthFlows.expiresAt, new Date(Date.now() - KEEP_FINISHED_MS)));
+  await deleteFlowsExpiredBefore(exec, new Date(Date.now() - KEEP_FINISHED_MS));
   const id = randomUUID();
   const state = newState();
   const verifier = provider.usesPkce ? newCodeVerifier() : null;
   const redirectUri = callbackUrl(env.config, provider.providerId);
-  await exec.insert(oauthFlows).values({
+  await insertFlowRow(exec, {
     id,
     ...plan.subject,
     scopes: plan.scopes,
@@ -67,11 +68,6 @@ const subjectOf = (row: TokenRow): Subject => ({
   userId: row.userId,
   agentId: row.agentId,
 });
-
-async function tokenExists(exec: Executor, id: string): Promise<boolean> {
-  const [row] = await exec.select({ id: oauthTokens.id }).from(oauthTokens).where(eq(oauthTokens.id, id));
-  return row !== undefined;
-}
 
 const missing = (row: TokenRow, scopes: string[]) => {
   const granted = new Set(row.scopes);
@@ -131,17 +127,12 @@ export async function authenticate(
   };
   let target: TokenRow | undefined;
   if (body.token_id != null) {
-    [target] = await exec
-      .select()
-      .from(oauthTokens)
-      .where(
-        and(
-          eq(oauthTokens.id, body.token_id),
-          eq(oauthTokens.organizationId, caller.organizationId),
-          eq(oauthTokens.providerRef, provider.id),
-          eq(oauthTokens.userId, subject.userId),
-        ),
-      );
+    target = await pickToken(exec, {
+      id: body.token_id,
+      organizationId: caller.organizationId,
+      providerRef: provider.id,
+      userId: subject.userId,
+    });
     if (!target) throw invalid(["body", "token_id"], "No token with this id for this provider and user.");
   } else if (!forceNew) {
     if (body.agent_id != null && caller.workspaceId !== null) {
@@ -162,7 +153,7 @@ export async function authenticate(
     const current = await usableToken(exec, env, target, provider);
     if (current) return { status: "completed", user_id: current.userId, ...issued(current, env.keyring) };
     // A grant the provider no longer accepts was forgotten: the flow makes a new token.
-    if (!(await tokenExists(exec, target.id))) targetId = null;
+    if (!(await tokenById(exec, target.id))) targetId = null;
   }
   return startFlow(exec, env, provider, {
     ...plan,

@@ -1,11 +1,11 @@
-import { and, eq, isNull } from "drizzle-orm";
 import { FLOW_CHANNEL } from "../../db/channels.ts";
 import type { Database } from "../../db/client.ts";
-import { oauthFlows, oauthProviders } from "../../db/schema/oauth.ts";
 import { exchangeCode, OAuthCallFailed } from "../../oauth/client.ts";
+import { type ProviderRow, providerById } from "../oauth-providers/store.ts";
 import { hashState, verifierContext } from "./authenticate.ts";
 import { type FlowEnv, providerClient } from "./env.ts";
-import { saveTokens } from "./token-store.ts";
+import { consumeFlow, type FlowRow, finishFlow } from "./store.ts";
+import { saveTokens } from "./tokens.ts";
 
 export interface CallbackOutcome {
   status: number;
@@ -15,8 +15,6 @@ export interface CallbackOutcome {
   /** The flow this callback settled, if the state named one. */
   flowId: string | null;
 }
-
-type FlowRow = typeof oauthFlows.$inferSelect;
 
 const clip = (text: string, max: number) => (text.length > max ? `${text.slice(0, max)}…` : text);
 
@@ -46,17 +44,7 @@ export async function handleCallback(
       flowId: null,
     };
   }
-  const [flow] = await orm
-    .update(oauthFlows)
-    .set({ consumedAt: new Date() })
-    .where(
-      and(
-        eq(oauthFlows.stateHash, hashState(state)),
-        isNull(oauthFlows.consumedAt),
-        organizationId === null ? undefined : eq(oauthFlows.organizationId, organizationId),
-      ),
-    )
-    .returning();
+  const flow = await consumeFlow(orm, hashState(state), organizationId);
   if (!flow) {
     return {
       status: 400,
@@ -68,10 +56,7 @@ export async function handleCallback(
   }
 
   const finish = async (status: number, reason: string): Promise<CallbackOutcome> => {
-    await orm
-      .update(oauthFlows)
-      .set({ status: "failed", failureReason: reason, finishedAt: new Date(), codeVerifierEnc: null })
-      .where(eq(oauthFlows.id, flow.id));
+    await finishFlow(orm, flow.id, { status: "failed", failureReason: reason });
     await db.notify(FLOW_CHANNEL, flow.id);
     return {
       status,
@@ -82,7 +67,7 @@ export async function handleCallback(
     };
   };
 
-  const [provider] = await orm.select().from(oauthProviders).where(eq(oauthProviders.id, flow.providerRef));
+  const provider = await providerById(orm, flow.providerRef);
   if (!provider || provider.providerId !== slug) {
     return finish(400, "The sign-in came back for another provider than it was started for.");
   }
@@ -106,7 +91,7 @@ async function exchange(
   db: Database,
   env: FlowEnv,
   flow: FlowRow,
-  provider: typeof oauthProviders.$inferSelect,
+  provider: ProviderRow,
   params: URLSearchParams,
   state: string,
   finish: (status: number, reason: string) => Promise<CallbackOutcome>,
@@ -144,10 +129,7 @@ async function exchange(
       issuer,
       { targetId: flow.targetTokenRef, makeDefault: flow.makeDefault, workspaceId: flow.workspaceId },
     );
-    await tx
-      .update(oauthFlows)
-      .set({ status: "completed", tokenRef: row.id, finishedAt: new Date(), codeVerifierEnc: null })
-      .where(eq(oauthFlows.id, flow.id));
+    await finishFlow(tx, flow.id, { status: "completed", tokenRef: row.id });
   });
   await db.notify(FLOW_CHANNEL, flow.id);
   return {

@@ -1,10 +1,10 @@
-import { and, eq } from "drizzle-orm";
 import { FLOW_CHANNEL } from "../../db/channels.ts";
 import type { Database } from "../../db/client.ts";
-import { oauthFlows, oauthProviders, oauthTokens } from "../../db/schema/oauth.ts";
+import { tokensWithProviders } from "../oauth-tokens/store.ts";
 import type { FlowEnv } from "./env.ts";
 import type { WaitResult } from "./schema.ts";
-import { issued, usableToken } from "./token-store.ts";
+import { flowOf } from "./store.ts";
+import { issued, usableToken } from "./tokens.ts";
 
 /**
  * Wakes long-polling `wait` calls when their flow finishes. One LISTEN per app, subscribed on first
@@ -67,10 +67,7 @@ async function settled(
   authId: string,
 ): Promise<WaitResult | null> {
   const orm = db.orm;
-  const [flow] = await orm
-    .select()
-    .from(oauthFlows)
-    .where(and(eq(oauthFlows.id, authId), eq(oauthFlows.organizationId, organizationId)));
+  const flow = await flowOf(orm, organizationId, authId);
   if (!flow) return { status: "not_found", auth_id: authId };
   if (flow.status === "failed") {
     return { status: "failed", auth_id: authId, reason: flow.failureReason ?? "The authorization failed." };
@@ -79,14 +76,7 @@ async function settled(
     if (flow.expiresAt.getTime() > Date.now()) return null;
     return { status: "failed", auth_id: authId, reason: "The authorization was not completed in time." };
   }
-  const [found] =
-    flow.tokenRef === null
-      ? []
-      : await orm
-          .select({ token: oauthTokens, provider: oauthProviders })
-          .from(oauthTokens)
-          .innerJoin(oauthProviders, eq(oauthProviders.id, oauthTokens.providerRef))
-          .where(eq(oauthTokens.id, flow.tokenRef));
+  const [found] = flow.tokenRef === null ? [] : await tokensWithProviders(orm, { id: flow.tokenRef });
   if (!found)
     return { status: "failed", auth_id: authId, reason: "The token from this authorization was revoked." };
   const current = await usableToken(orm, env, found.token, found.provider);

@@ -1,21 +1,24 @@
 import { randomUUID } from "node:crypto";
-import { and, asc, eq } from "drizzle-orm";
 import type { Config } from "../../config.ts";
 import type { Keyring } from "../../crypto/envelope.ts";
 import { encryptionContext } from "../../crypto/registry.ts";
 import type { Executor } from "../../db/client.ts";
 import { isUniqueViolation } from "../../db/errors.ts";
-import {
-  type CodeChallengeMethod,
-  oauthProviders,
-  type TokenEndpointAuthMethod,
-} from "../../db/schema/oauth.ts";
+import type { CodeChallengeMethod, TokenEndpointAuthMethod } from "../../db/schema/oauth.ts";
 import { conflict, notFound, ValidationFailed } from "../../http/errors.ts";
 import { iso } from "../../http/schemas.ts";
 import { resolvedUrlProblems, settingsProblems } from "./rules.ts";
 import type { CreateProviderBody, OAuthProvider, PatchProviderBody } from "./schema.ts";
+import {
+  deleteProviderRow,
+  insertProviderRow,
+  type ProviderRow,
+  providerBySlug,
+  providerRows,
+  updateProviderRow,
+} from "./store.ts";
 
-export type ProviderRow = typeof oauthProviders.$inferSelect;
+export type { ProviderRow };
 
 /** What provider services need besides the database. */
 export interface ProviderEnv {
@@ -55,25 +58,17 @@ const duplicate = (slug: string) =>
   conflict(`An OAuth provider with provider_id "${slug}" already exists in this organization.`);
 
 export async function listProviders(exec: Executor, organizationId: string): Promise<OAuthProvider[]> {
-  const list = await exec
-    .select()
-    .from(oauthProviders)
-    .where(eq(oauthProviders.organizationId, organizationId))
-    .orderBy(asc(oauthProviders.createdAt), asc(oauthProviders.id));
+  const list = await providerRows(exec, organizationId);
   return list.map(toProvider);
 }
 
 /** The provider row by slug; another organization's provider is not found. */
-export async function findProviderRow(
+export function findProviderRow(
   exec: Executor,
   organizationId: string,
   slug: string,
 ): Promise<ProviderRow | undefined> {
-  const [row] = await exec
-    .select()
-    .from(oauthProviders)
-    .where(and(eq(oauthProviders.organizationId, organizationId), eq(oauthProviders.providerId, slug)));
-  return row;
+  return providerBySlug(exec, organizationId, slug);
 }
 
 export async function getProviderRow(
@@ -115,27 +110,24 @@ export async function insertProvider(
 ): Promise<OAuthProvider> {
   const id = randomUUID();
   try {
-    const [row] = await exec
-      .insert(oauthProviders)
-      .values({
-        id,
-        organizationId,
-        providerId: p.providerId,
-        name: p.name,
-        clientId: p.clientId,
-        clientSecretEnc: p.clientSecret === null ? null : keyring.encrypt(p.clientSecret, secretContext(id)),
-        authUrl: p.authUrl,
-        tokenUrl: p.tokenUrl,
-        usesPkce: p.usesPkce,
-        codeChallengeMethod: p.codeChallengeMethod,
-        tokenEndpointAuthMethod: p.tokenEndpointAuthMethod,
-        providerType: p.providerType,
-        mcpServerUrl: p.mcpServerUrl,
-        isDynamicClient: p.isDynamicClient,
-        issuer: p.issuer,
-      })
-      .returning();
-    return toProvider(row as ProviderRow);
+    const row = await insertProviderRow(exec, {
+      id,
+      organizationId,
+      providerId: p.providerId,
+      name: p.name,
+      clientId: p.clientId,
+      clientSecretEnc: p.clientSecret === null ? null : keyring.encrypt(p.clientSecret, secretContext(id)),
+      authUrl: p.authUrl,
+      tokenUrl: p.tokenUrl,
+      usesPkce: p.usesPkce,
+      codeChallengeMethod: p.codeChallengeMethod,
+      tokenEndpointAuthMethod: p.tokenEndpointAuthMethod,
+      providerType: p.providerType,
+      mcpServerUrl: p.mcpServerUrl,
+      isDynamicClient: p.isDynamicClient,
+      issuer: p.issuer,
+    });
+    return toProvider(row);
   } catch (err) {
     if (isUniqueViolation(err)) throw duplicate(p.providerId);
     throw err;
@@ -210,11 +202,7 @@ export async function patchProvider(
     env.config,
   );
   return exec.transaction(async (tx) => {
-    const [row] = await tx
-      .select()
-      .from(oauthProviders)
-      .where(and(eq(oauthProviders.organizationId, organizationId), eq(oauthProviders.providerId, slug)))
-      .for("update");
+    const row = await providerBySlug(tx, organizationId, slug, true);
     if (!row) throw notFound(`OAuth provider "${slug}" not found.`);
     const usesPkce = body.uses_pkce ?? row.usesPkce;
     let pkceMethod: CodeChallengeMethod | null;
@@ -239,22 +227,17 @@ export async function patchProvider(
     );
     problems.push(...resolved);
     if (problems.length > 0) throw new ValidationFailed(problems);
-    const [updated] = await tx
-      .update(oauthProviders)
-      .set({
-        name: body.name ?? row.name,
-        clientId: body.client_id ?? row.clientId,
-        clientSecretEnc:
-          secret === null ? row.clientSecretEnc : env.keyring.encrypt(secret, secretContext(row.id)),
-        authUrl,
-        tokenUrl,
-        usesPkce,
-        codeChallengeMethod: pkceMethod,
-        updatedAt: new Date(),
-      })
-      .where(eq(oauthProviders.id, row.id))
-      .returning();
-    return toProvider(updated as ProviderRow);
+    const updated = await updateProviderRow(tx, row.id, {
+      name: body.name ?? row.name,
+      clientId: body.client_id ?? row.clientId,
+      clientSecretEnc:
+        secret === null ? row.clientSecretEnc : env.keyring.encrypt(secret, secretContext(row.id)),
+      authUrl,
+      tokenUrl,
+      usesPkce,
+      codeChallengeMethod: pkceMethod,
+    });
+    return toProvider(updated ?? row);
   });
 }
 
@@ -264,10 +247,7 @@ export async function deleteProvider(
   organizationId: string,
   slug: string,
 ): Promise<OAuthProvider> {
-  const [row] = await exec
-    .delete(oauthProviders)
-    .where(and(eq(oauthProviders.organizationId, organizationId), eq(oauthProviders.providerId, slug)))
-    .returning();
+  const row = await deleteProviderRow(exec, organizationId, slug);
   if (!row) throw notFound(`OAuth provider "${slug}" not found.`);
   return toProvider(row);
 }

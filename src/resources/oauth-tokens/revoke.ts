@@ -1,13 +1,12 @@
-import { inArray } from "drizzle-orm";
 import type { Executor } from "../../db/client.ts";
-import { oauthTokens } from "../../db/schema/oauth.ts";
 import { badGateway } from "../../http/errors.ts";
 import { OAuthCallFailed } from "../../oauth/client.ts";
 import { revocationEndpoint, revokeToken } from "../../oauth/revocation.ts";
 import { FetchRefused } from "../../oauth/safe-fetch.ts";
 import { type FlowEnv, providerClient } from "../oauth-flows/env.ts";
-import { type TokenRow, tokenContext } from "../oauth-flows/token-store.ts";
-import type { ProviderRow } from "../oauth-providers/service.ts";
+import { tokenContext } from "../oauth-flows/tokens.ts";
+import type { ProviderRow } from "../oauth-providers/store.ts";
+import { deleteTokenRows, type TokenRow } from "./store.ts";
 
 /**
  * Revokes a token's grant at its provider (RFC 7009): the refresh token first (which ends the
@@ -70,7 +69,7 @@ export async function revokeAndDelete(
       failures.push(err.message);
     }
   }
-  if (done.length > 0) await exec.delete(oauthTokens).where(inArray(oauthTokens.id, done));
+  await deleteTokenRows(exec, done);
   if (failures.length > 0) {
     const kept = failures.length === 1 ? "The token was" : `${failures.length} tokens were`;
     const gone = done.length > 0 ? ` ${done.length} other token(s) were revoked and deleted.` : "";

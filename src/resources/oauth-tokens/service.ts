@@ -1,14 +1,18 @@
-import { and, asc, eq, type SQL } from "drizzle-orm";
 import type { Executor } from "../../db/client.ts";
-import { oauthProviders, oauthTokens } from "../../db/schema/oauth.ts";
 import { notFound } from "../../http/errors.ts";
 import { iso } from "../../http/schemas.ts";
 import type { FlowEnv } from "../oauth-flows/env.ts";
-import { makeDefault, type TokenRow } from "../oauth-flows/token-store.ts";
 import { getProviderRow } from "../oauth-providers/service.ts";
 import type { TokenOwner } from "./owner.ts";
 import { type Removal, revokeAndDelete } from "./revoke.ts";
 import type { OAuthTokenSummary, TokenMetadataBody, TokensQuery } from "./schema.ts";
+import {
+  makeDefault,
+  type TokenFilter,
+  type TokenRow,
+  tokensWithProviders,
+  updateTokenRow,
+} from "./store.ts";
 
 export function toSummary(row: TokenRow, providerSlug: string): OAuthTokenSummary {
   return {
@@ -27,17 +31,11 @@ export function toSummary(row: TokenRow, providerSlug: string): OAuthTokenSummar
   };
 }
 
-const owned = (owner: TokenOwner) =>
-  and(eq(oauthTokens.organizationId, owner.organizationId), eq(oauthTokens.userId, owner.userId));
-
-async function tokensWhere(exec: Executor, where: SQL | undefined) {
-  return exec
-    .select({ token: oauthTokens, provider: oauthProviders })
-    .from(oauthTokens)
-    .innerJoin(oauthProviders, eq(oauthProviders.id, oauthTokens.providerRef))
-    .where(where)
-    .orderBy(asc(oauthTokens.createdAt), asc(oauthTokens.id));
-}
+/** The owner's tokens: its organization's, of its user. */
+const owned = (owner: TokenOwner): TokenFilter => ({
+  organizationId: owner.organizationId,
+  userId: owner.userId,
+});
 
 /** The owner's tokens (never their values), oldest first, across agents unless one is named. */
 export async function listTokens(
@@ -45,28 +43,22 @@ export async function listTokens(
   owner: TokenOwner,
   q: TokensQuery,
 ): Promise<OAuthTokenSummary[]> {
-  const filters = [owned(owner)];
-  const slug = q.provider_id ?? q.provider;
-  if (slug !== undefined) filters.push(eq(oauthProviders.providerId, slug));
-  if (q.agent_id !== undefined) filters.push(eq(oauthTokens.agentId, q.agent_id));
-  const list = await tokensWhere(exec, and(...filters));
+  const list = await tokensWithProviders(exec, {
+    ...owned(owner),
+    providerSlug: q.provider_id ?? q.provider,
+    agentId: q.agent_id,
+  });
   return list.map((r) => toSummary(r.token, r.provider.providerId));
 }
 
 /** Whether the owner holds a token for the provider (an unknown provider holds none). */
 export async function hasToken(exec: Executor, owner: TokenOwner, slug: string): Promise<boolean> {
-  const [row] = await exec
-    .select({ id: oauthTokens.id })
-    .from(oauthTokens)
-    .innerJoin(oauthProviders, eq(oauthProviders.id, oauthTokens.providerRef))
-    .where(and(owned(owner), eq(oauthProviders.providerId, slug)))
-    .limit(1);
-  return row !== undefined;
+  return (await tokensWithProviders(exec, { ...owned(owner), providerSlug: slug }, 1)).length > 0;
 }
 
 /** One of the owner's tokens; anyone else's is not found. */
 export async function ownedToken(exec: Executor, owner: TokenOwner, id: string) {
-  const [found] = await tokensWhere(exec, and(owned(owner), eq(oauthTokens.id, id)));
+  const [found] = await tokensWithProviders(exec, { ...owned(owner), id });
   if (!found) throw notFound("OAuth token not found.");
   return found;
 }
@@ -82,15 +74,11 @@ export async function patchMetadata(
     const { token, provider } = await ownedToken(tx, owner, id);
     const label = body.provider_account_label;
     if (label == null && body.is_default == null) return toSummary(token, provider.providerId);
-    const [updated] = await tx
-      .update(oauthTokens)
-      .set({
-        ...(label == null ? {} : { providerAccountLabel: label === "" ? null : label }),
-        ...(body.is_default === false ? { isDefault: false } : {}),
-        updatedAt: new Date(),
-      })
-      .where(eq(oauthTokens.id, token.id))
-      .returning();
+    const updated = await updateTokenRow(tx, token.id, {
+      ...(label == null ? {} : { providerAccountLabel: label === "" ? null : label }),
+      ...(body.is_default === false ? { isDefault: false } : {}),
+      updatedAt: new Date(),
+    });
     let row = updated ?? token;
     if (body.is_default === true && !row.isDefault) row = await makeDefault(tx, row);
     return toSummary(row, provider.providerId);
@@ -115,26 +103,19 @@ export async function deleteProviderTokens(
   slug: string,
 ): Promise<Removal> {
   const provider = await getProviderRow(exec, owner.organizationId, slug);
-  const found = await tokensWhere(exec, and(owned(owner), eq(oauthTokens.providerRef, provider.id)));
+  const found = await tokensWithProviders(exec, { ...owned(owner), providerRef: provider.id });
   return revokeAndDelete(exec, env, found);
 }
 
 /** Tokens of Slack providers (provider_type "slack") obtained in a workspace, whoever owns them. */
-const slackInWorkspace = (organizationId: string, workspaceId: string) =>
-  and(
-    eq(oauthTokens.organizationId, organizationId),
-    eq(oauthTokens.workspaceId, workspaceId),
-    eq(oauthProviders.providerType, "slack"),
-  );
+const slackInWorkspace = (organizationId: string, workspaceId: string): TokenFilter => ({
+  organizationId,
+  workspaceId,
+  providerType: "slack",
+});
 
 export async function hasSlackToken(exec: Executor, organizationId: string, workspaceId: string) {
-  const [row] = await exec
-    .select({ id: oauthTokens.id })
-    .from(oauthTokens)
-    .innerJoin(oauthProviders, eq(oauthProviders.id, oauthTokens.providerRef))
-    .where(slackInWorkspace(organizationId, workspaceId))
-    .limit(1);
-  return row !== undefined;
+  return (await tokensWithProviders(exec, slackInWorkspace(organizationId, workspaceId), 1)).length > 0;
 }
 
 export async function deleteSlackTokens(
@@ -143,5 +124,9 @@ export async function deleteSlackTokens(
   organizationId: string,
   workspaceId: string,
 ): Promise<Removal> {
-  return revokeAndDelete(exec, env, await tokensWhere(exec, slackInWorkspace(organizationId, workspaceId)));
+  return revokeAndDelete(
+    exec,
+    env,
+    await tokensWithProviders(exec, slackInWorkspace(organizationId, workspaceId)),
+  );
 }

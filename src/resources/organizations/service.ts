@@ -1,14 +1,17 @@
-import { asc, eq } from "drizzle-orm";
 import type { Executor, Orm } from "../../db/client.ts";
 import { isUniqueViolation } from "../../db/errors.ts";
-import { organizations } from "../../db/schema/identity.ts";
 import { conflict } from "../../http/errors.ts";
 import { iso } from "../../http/schemas.ts";
 import { insertApiKey } from "../api-keys/service.ts";
 import { insertWorkspace } from "../workspaces/service.ts";
 import type { Organization, OrganizationCreated } from "./schema.ts";
-
-type Row = typeof organizations.$inferSelect;
+import {
+  firstOrganization,
+  insertOrganizationRow,
+  organizationRows,
+  type OrganizationRow as Row,
+  setDefaultWorkspace,
+} from "./store.ts";
 
 export function toOrganization(row: Row): Organization {
   return {
@@ -30,14 +33,9 @@ export interface NewOrganization {
 export async function createOrganization(orm: Orm, input: NewOrganization): Promise<OrganizationCreated> {
   try {
     return await orm.transaction(async (tx) => {
-      const [org] = await tx.insert(organizations).values({ name: input.name }).returning();
-      const created = org as Row;
+      const created = await insertOrganizationRow(tx, input.name);
       const ws = await insertWorkspace(tx, created.id, "default");
-      const [withDefault] = await tx
-        .update(organizations)
-        .set({ defaultWorkspaceId: ws.id })
-        .where(eq(organizations.id, created.id))
-        .returning();
+      const withDefault = await setDefaultWorkspace(tx, created.id, ws.id);
       const key = await insertApiKey(tx, {
         organizationId: created.id,
         role: "admin",
@@ -45,7 +43,7 @@ export async function createOrganization(orm: Orm, input: NewOrganization): Prom
         description: input.isSystem ? "bootstrap system key" : "first admin key",
         key: input.key,
       });
-      return { ...toOrganization(withDefault as Row), api_key: key };
+      return { ...toOrganization(withDefault), api_key: key };
     });
   } catch (err) {
     if (isUniqueViolation(err)) throw conflict(`An organization named "${input.name}" already exists.`);
@@ -58,11 +56,7 @@ export async function listOrganizations(
   exec: Executor,
   caller: { organizationId: string; isSystem: boolean },
 ): Promise<Organization[]> {
-  const q = exec.select().from(organizations);
-  const list = await (caller.isSystem ? q : q.where(eq(organizations.id, caller.organizationId))).orderBy(
-    asc(organizations.createdAt),
-    asc(organizations.id),
-  );
+  const list = await organizationRows(exec, caller.isSystem ? null : caller.organizationId);
   return list.map(toOrganization);
 }
 
@@ -71,10 +65,5 @@ export async function listOrganizations(
  * usable. Organizations are never deleted, so callers may keep the answer.
  */
 export async function firstOrganizationId(orm: Orm): Promise<string | undefined> {
-  const [row] = await orm
-    .select({ id: organizations.id })
-    .from(organizations)
-    .orderBy(asc(organizations.createdAt), asc(organizations.id))
-    .limit(1);
-  return row?.id;
+  return (await firstOrganization(orm))?.id;
 }

@@ -1,13 +1,20 @@
 import { createHash, randomBytes, randomUUID, timingSafeEqual } from "node:crypto";
-import { and, eq, isNull, lt, sql } from "drizzle-orm";
 import type { Config } from "../../config.ts";
 import type { Executor } from "../../db/client.ts";
 import { isForeignKeyViolation } from "../../db/errors.ts";
-import { uploadChunks, uploads } from "../../db/schema/codehost.ts";
-import { deployments } from "../../db/schema/deployments.ts";
 import { badRequest, conflict, forbidden, HttpError, invalid, notFound } from "../../http/errors.ts";
 import { iso } from "../../http/schemas.ts";
+import { peekDeployment } from "../deployments/store.ts";
 import type { UploadReceipt, UploadUrl } from "./schema.ts";
+import {
+  completeUpload,
+  deleteExpiredUploads,
+  insertChunk,
+  insertUpload,
+  markStarted,
+  resetUpload,
+  uploadForClaim,
+} from "./store.ts";
 import { HEAD_BYTES, tarballProblem } from "./tarball.ts";
 
 /** Each stored row holds this much of the tarball: small enough to stream, big enough to be few. */
@@ -23,10 +30,7 @@ export async function issueUploadUrl(
   scope: { workspaceId: string },
   deploymentId: string,
 ): Promise<UploadUrl> {
-  const [deployment] = await exec
-    .select({ source: deployments.source, status: deployments.status })
-    .from(deployments)
-    .where(and(eq(deployments.id, deploymentId), eq(deployments.workspaceId, scope.workspaceId)));
+  const deployment = await peekDeployment(exec, scope.workspaceId, deploymentId);
   if (!deployment) throw notFound("Deployment not found.");
   if (deployment.source !== "internal_source") {
     throw badRequest(
@@ -35,33 +39,22 @@ export async function issueUploadUrl(
   }
   if (deployment.status === "AWAITING_DELETE") throw badRequest("The deployment is being deleted.");
   // URLs that expired unused hold nothing worth keeping (and perhaps the chunks of an aborted PUT).
-  await exec
-    .delete(uploads)
-    .where(
-      and(
-        eq(uploads.deploymentId, deploymentId),
-        isNull(uploads.completedAt),
-        lt(uploads.expiresAt, sql`now()`),
-      ),
-    );
+  await deleteExpiredUploads(exec, deploymentId);
   const id = randomUUID();
   const token = randomBytes(32).toString("base64url");
   const path = `uploads/${deploymentId}/${id}.tar.gz`;
-  const [row] = await exec
-    .insert(uploads)
-    .values({
-      id,
-      deploymentId,
-      sourceTarballPath: path,
-      tokenHash: hashToken(token).toString("hex"),
-      expiresAt: sql`now() + ${URL_TTL}::interval`,
-    })
-    .returning({ expiresAt: uploads.expiresAt });
+  const expiresAt = await insertUpload(exec, {
+    id,
+    deploymentId,
+    path,
+    tokenHash: hashToken(token).toString("hex"),
+    ttl: URL_TTL,
+  });
   return {
     upload_url: `${config.publicUrl}${config.basePath}/v2/uploads/${id}?token=${token}`,
     source_tarball_path: path,
     object_path: path,
-    expires_at: iso((row as { expiresAt: Date }).expiresAt),
+    expires_at: iso(expiresAt),
   };
 }
 
@@ -73,15 +66,7 @@ const tooLarge = (limit: number) =>
  * written twice, an expired one not at all.
  */
 async function claim(exec: Executor, uploadId: string, token: string | undefined): Promise<void> {
-  const [row] = await exec
-    .select({
-      tokenHash: uploads.tokenHash,
-      startedAt: uploads.startedAt,
-      completedAt: uploads.completedAt,
-      expired: sql<boolean>`${uploads.expiresAt} <= now()`,
-    })
-    .from(uploads)
-    .where(eq(uploads.id, uploadId));
+  const row = await uploadForClaim(exec, uploadId);
   if (!row) throw notFound("Upload not found.");
   const given = hashToken(token ?? "");
   if (token === undefined || !timingSafeEqual(given, Buffer.from(row.tokenHash, "hex"))) {
@@ -89,25 +74,7 @@ async function claim(exec: Executor, uploadId: string, token: string | undefined
   }
   if (row.completedAt !== null) throw conflict("This upload URL was already used: request a new one.");
   if (row.expired) throw new HttpError(410, "This upload URL has expired: request a new one.");
-  const claimed = await exec
-    .update(uploads)
-    .set({ startedAt: sql`now()` })
-    .where(
-      and(
-        eq(uploads.id, uploadId),
-        isNull(uploads.startedAt),
-        isNull(uploads.completedAt),
-        sql`${uploads.expiresAt} > now()`,
-      ),
-    )
-    .returning({ id: uploads.id });
-  if (claimed.length === 0) throw conflict("An upload to this URL is already in progress.");
-}
-
-/** Undoes a failed PUT: nothing of it is kept, and the URL can be used again until it expires. */
-async function release(exec: Executor, uploadId: string): Promise<void> {
-  await exec.delete(uploadChunks).where(eq(uploadChunks.uploadId, uploadId));
-  await exec.update(uploads).set({ startedAt: null }).where(eq(uploads.id, uploadId));
+  if (!(await markStarted(exec, uploadId))) throw conflict("An upload to this URL is already in progress.");
 }
 
 /**
@@ -129,10 +96,7 @@ export async function receiveUpload(
   let pendingBytes = 0;
   let head: Buffer | undefined = Buffer.alloc(0);
   const store = async (data: Buffer) => {
-    // base64 text decoded by the server: both drivers pass it far faster than a bytea parameter.
-    await exec.execute(
-      sql`INSERT INTO upload_chunks (upload_id, seq, data) VALUES (${uploadId}, ${seq}, decode(${data.toString("base64")}, 'base64'))`,
-    );
+    await insertChunk(exec, uploadId, seq, data);
     seq++;
   };
   const check = (bytes: Buffer) => {
@@ -164,11 +128,7 @@ export async function receiveUpload(
     }
     if (head !== undefined) check(head);
     if (pendingBytes > 0) await store(Buffer.concat(pending, pendingBytes));
-    const [done] = await exec
-      .update(uploads)
-      .set({ completedAt: sql`now()`, sizeBytes: total })
-      .where(eq(uploads.id, uploadId))
-      .returning();
+    const done = await completeUpload(exec, uploadId, total);
     if (!done?.completedAt) throw new HttpError(410, "The deployment was deleted during the upload.");
     return {
       source_tarball_path: done.sourceTarballPath,
@@ -176,7 +136,8 @@ export async function receiveUpload(
       completed_at: iso(done.completedAt),
     };
   } catch (err) {
-    await release(exec, uploadId);
+    // Undoes the failed PUT: nothing of it is kept, and the URL can be used again until it expires.
+    await resetUpload(exec, uploadId);
     if (err instanceof HttpError) throw err;
     // The deployment (and with it this upload) was deleted while the body was arriving.
     if (isForeignKeyViolation(err)) throw new HttpError(410, "The deployment was deleted during the upload.");

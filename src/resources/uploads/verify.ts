@@ -1,7 +1,6 @@
-import { and, eq, isNotNull } from "drizzle-orm";
 import type { Executor } from "../../db/client.ts";
-import { uploads } from "../../db/schema/codehost.ts";
 import { invalid } from "../../http/errors.ts";
+import { completedUploadId } from "./store.ts";
 
 const LOC = ["body", "source_revision_config", "source_tarball_path"];
 
@@ -11,17 +10,7 @@ export async function verifyUploadedTarball(
   deploymentId: string,
   path: string,
 ): Promise<void> {
-  const [row] = await exec
-    .select({ id: uploads.id })
-    .from(uploads)
-    .where(
-      and(
-        eq(uploads.sourceTarballPath, path),
-        eq(uploads.deploymentId, deploymentId),
-        isNotNull(uploads.completedAt),
-      ),
-    );
-  if (!row) {
+  if ((await completedUploadId(exec, path, deploymentId)) === undefined) {
     throw invalid(
       LOC,
       "Not a completed upload of this deployment: request POST /v2/deployments/{deployment_id}/upload-url and PUT the tarball first.",

@@ -1,24 +1,26 @@
 import { randomUUID } from "node:crypto";
-import { and, asc, desc, eq, ne } from "drizzle-orm";
 import type { Keyring } from "../../crypto/envelope.ts";
 import { encryptionContext } from "../../crypto/registry.ts";
 import type { Executor } from "../../db/client.ts";
-import { oauthTokens } from "../../db/schema/oauth.ts";
 import { badGateway } from "../../http/errors.ts";
 import { iso } from "../../http/schemas.ts";
 import { OAuthCallFailed, refreshTokens, type TokenSet } from "../../oauth/client.ts";
-import type { ProviderRow } from "../oauth-providers/service.ts";
+import type { ProviderRow } from "../oauth-providers/store.ts";
+import {
+  deleteTokenRows,
+  insertTokenRow,
+  makeDefault,
+  type Subject,
+  type TokenRow,
+  tokenById,
+  updateTokenRow,
+} from "../oauth-tokens/store.ts";
 import { type FlowEnv, providerClient } from "./env.ts";
 
-export type TokenRow = typeof oauthTokens.$inferSelect;
-
-/** Whose grant a token is; agent "" means none. A subject may hold several tokens (accounts). */
-export interface Subject {
-  organizationId: string;
-  providerRef: string;
-  userId: string;
-  agentId: string;
-}
+/**
+ * What a flow does with tokens: seal and store a fresh set, hand one out, renew it when it is
+ * (nearly) expired. The rows themselves are oauth-tokens/store.ts's.
+ */
 
 export const tokenContext = (column: "access_token_enc" | "refresh_token_enc", id: string) =>
   encryptionContext("oauth_tokens", column, id);
@@ -76,32 +78,6 @@ export interface SaveOptions {
   workspaceId: string | null;
 }
 
-/**
- * Makes a token its subject's default and clears the others. The subject's rows are locked first
- * so that two concurrent changes run one after the other; the old default is cleared before the
- * new one is set because the unique index is checked row by row.
- */
-export async function makeDefault(exec: Executor, row: TokenRow): Promise<TokenRow> {
-  const subject = and(
-    eq(oauthTokens.providerRef, row.providerRef),
-    eq(oauthTokens.userId, row.userId),
-    eq(oauthTokens.agentId, row.agentId),
-  );
-  return exec.transaction(async (tx) => {
-    await tx.select({ id: oauthTokens.id }).from(oauthTokens).where(subject).for("update");
-    await tx
-      .update(oauthTokens)
-      .set({ isDefault: false })
-      .where(and(subject, eq(oauthTokens.isDefault, true), ne(oauthTokens.id, row.id)));
-    const [updated] = await tx
-      .update(oauthTokens)
-      .set({ isDefault: true })
-      .where(eq(oauthTokens.id, row.id))
-      .returning();
-    return updated ?? row;
-  });
-}
-
 /** Stores a fresh token set: renews the target token, or adds a new token for the subject. */
 export async function saveTokens(
   exec: Executor,
@@ -114,51 +90,30 @@ export async function saveTokens(
 ): Promise<TokenRow> {
   let row: TokenRow | undefined;
   if (opts.targetId !== null) {
-    [row] = await exec
-      .update(oauthTokens)
-      .set({
+    row = await updateTokenRow(
+      exec,
+      opts.targetId,
+      {
         scopes,
         issuer,
         ...(opts.workspaceId === null ? {} : { workspaceId: opts.workspaceId }),
         ...sealed(keyring, opts.targetId, tokens, null),
-      })
-      .where(and(eq(oauthTokens.id, opts.targetId), eq(oauthTokens.providerRef, subject.providerRef)))
-      .returning();
+      },
+      subject.providerRef,
+    );
   }
   if (!row) {
     const id = randomUUID();
-    [row] = await exec
-      .insert(oauthTokens)
-      .values({
-        id,
-        ...subject,
-        scopes,
-        issuer,
-        workspaceId: opts.workspaceId,
-        ...sealed(keyring, id, tokens, null),
-      })
-      .returning();
+    row = await insertTokenRow(exec, {
+      id,
+      ...subject,
+      scopes,
+      issuer,
+      workspaceId: opts.workspaceId,
+      ...sealed(keyring, id, tokens, null),
+    });
   }
-  if (!row) throw new Error("storing the token returned no row");
   return opts.makeDefault ? makeDefault(exec, row) : row;
-}
-
-/** The subject's default token, else its most recently renewed one. */
-export async function pickToken(exec: Executor, subject: Subject): Promise<TokenRow | undefined> {
-  const [row] = await exec
-    .select()
-    .from(oauthTokens)
-    .where(
-      and(
-        eq(oauthTokens.organizationId, subject.organizationId),
-        eq(oauthTokens.providerRef, subject.providerRef),
-        eq(oauthTokens.userId, subject.userId),
-        eq(oauthTokens.agentId, subject.agentId),
-      ),
-    )
-    .orderBy(desc(oauthTokens.isDefault), desc(oauthTokens.updatedAt), asc(oauthTokens.id))
-    .limit(1);
-  return row;
 }
 
 /**
@@ -175,7 +130,7 @@ export async function usableToken(
   if (!needsRefresh(row)) return row;
   if (row.refreshTokenEnc === null) return null;
   return exec.transaction(async (tx) => {
-    const [locked] = await tx.select().from(oauthTokens).where(eq(oauthTokens.id, row.id)).for("update");
+    const locked = await tokenById(tx, row.id, true);
     if (!locked) return null;
     if (!needsRefresh(locked)) return locked;
     if (locked.refreshTokenEnc === null) return null;
@@ -194,7 +149,7 @@ export async function usableToken(
     } catch (err) {
       if (err instanceof OAuthCallFailed && err.oauthError === "invalid_grant") {
         // The grant is gone (revoked or expired at the provider): forget it so a new flow starts.
-        await tx.delete(oauthTokens).where(eq(oauthTokens.id, locked.id));
+        await deleteTokenRows(tx, [locked.id]);
         return null;
       }
       throw badGateway(
@@ -203,14 +158,10 @@ export async function usableToken(
           : "Refreshing the token failed.",
       );
     }
-    const [updated] = await tx
-      .update(oauthTokens)
-      .set({
-        scopes: tokens.scope ?? locked.scopes,
-        ...sealed(env.keyring, locked.id, tokens, locked.refreshTokenEnc),
-      })
-      .where(eq(oauthTokens.id, locked.id))
-      .returning();
-    return updated as TokenRow;
+    const updated = await updateTokenRow(tx, locked.id, {
+      scopes: tokens.scope ?? locked.scopes,
+      ...sealed(env.keyring, locked.id, tokens, locked.refreshTokenEnc),
+    });
+    return updated ?? null;
   });
 }

@@ -1,0 +1,65 @@
+import { and, eq, isNull, lt } from "drizzle-orm";
+import type { Executor } from "../../db/client.ts";
+import { oauthFlows } from "../../db/schema/oauth.ts";
+
+/** The only module that writes SQL on `oauth_flows`. The code verifier arrives already encrypted. */
+
+export type FlowRow = typeof oauthFlows.$inferSelect;
+export type NewFlowRow = typeof oauthFlows.$inferInsert;
+
+/** Removes the flows that expired before `before` (finished ones are kept a while for `wait`). */
+export async function deleteFlowsExpiredBefore(exec: Executor, before: Date): Promise<void> {
+  await exec.delete(oauthFlows).where(lt(oauthFlows.expiresAt, before));
+}
+
+export async function insertFlowRow(exec: Executor, values: NewFlowRow): Promise<void> {
+  await exec.insert(oauthFlows).values(values);
+}
+
+/**
+ * Consumes the flow with this state hash, once: a second call finds nothing. Given an
+ * organization, only its flows match.
+ */
+export async function consumeFlow(
+  exec: Executor,
+  stateHash: string,
+  organizationId: string | null,
+): Promise<FlowRow | undefined> {
+  const [flow] = await exec
+    .update(oauthFlows)
+    .set({ consumedAt: new Date() })
+    .where(
+      and(
+        eq(oauthFlows.stateHash, stateHash),
+        isNull(oauthFlows.consumedAt),
+        organizationId === null ? undefined : eq(oauthFlows.organizationId, organizationId),
+      ),
+    )
+    .returning();
+  return flow;
+}
+
+/** How a flow ended: with the reason it failed, or with the token it stored. */
+export type FlowOutcome =
+  | { status: "failed"; failureReason: string }
+  | { status: "completed"; tokenRef: string };
+
+/** Records the outcome; the code verifier is no longer needed and is dropped. */
+export async function finishFlow(exec: Executor, id: string, outcome: FlowOutcome): Promise<void> {
+  await exec
+    .update(oauthFlows)
+    .set({ ...outcome, finishedAt: new Date(), codeVerifierEnc: null })
+    .where(eq(oauthFlows.id, id));
+}
+
+export async function flowOf(
+  exec: Executor,
+  organizationId: string,
+  id: string,
+): Promise<FlowRow | undefined> {
+  const [flow] = await exec
+    .select()
+    .from(oauthFlows)
+    .where(and(eq(oauthFlows.id, id), eq(oauthFlows.organizationId, organizationId)));
+  return flow;
+}

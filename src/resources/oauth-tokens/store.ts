@@ -1,0 +1,157 @@
+import { and, asc, desc, eq, inArray, ne } from "drizzle-orm";
+import type { Executor } from "../../db/client.ts";
+import { oauthProviders, oauthTokens } from "../../db/schema/oauth.ts";
+import type { ProviderRow } from "../oauth-providers/store.ts";
+
+/**
+ * The only module that writes SQL on `oauth_tokens`. Values arrive here already encrypted
+ * (oauth-flows/tokens.ts seals them); this module never sees a token in the clear.
+ */
+
+export type TokenRow = typeof oauthTokens.$inferSelect;
+export type NewTokenRow = typeof oauthTokens.$inferInsert;
+export type TokenChanges = Partial<Omit<NewTokenRow, "id" | "organizationId" | "providerRef" | "userId">>;
+
+/** Whose grant a token is; agent "" means none. A subject may hold several tokens (accounts). */
+export interface Subject {
+  organizationId: string;
+  providerRef: string;
+  userId: string;
+  agentId: string;
+}
+
+/** Which of a user's tokens: every agent's unless one is named, any id unless one is named. */
+export type TokenMatch = Omit<Subject, "agentId"> & { agentId?: string; id?: string };
+
+/**
+ * The matching token to hand out: the subject's default, else its most recently renewed one.
+ * (The one query both `authenticate` paths use: by subject, and by `token_id` within a user.)
+ */
+export async function pickToken(exec: Executor, m: TokenMatch): Promise<TokenRow | undefined> {
+  const [row] = await exec
+    .select()
+    .from(oauthTokens)
+    .where(
+      and(
+        eq(oauthTokens.organizationId, m.organizationId),
+        eq(oauthTokens.providerRef, m.providerRef),
+        eq(oauthTokens.userId, m.userId),
+        m.agentId === undefined ? undefined : eq(oauthTokens.agentId, m.agentId),
+        m.id === undefined ? undefined : eq(oauthTokens.id, m.id),
+      ),
+    )
+    .orderBy(desc(oauthTokens.isDefault), desc(oauthTokens.updatedAt), asc(oauthTokens.id))
+    .limit(1);
+  return row;
+}
+
+/** The token by id, locked for the rest of the transaction with `forUpdate`. */
+export async function tokenById(
+  exec: Executor,
+  id: string,
+  forUpdate = false,
+): Promise<TokenRow | undefined> {
+  const q = exec.select().from(oauthTokens).where(eq(oauthTokens.id, id));
+  const [row] = await (forUpdate ? q.for("update") : q);
+  return row;
+}
+
+/** Filters for tokens read with their providers; each given field must match. */
+export interface TokenFilter {
+  id?: string;
+  organizationId?: string;
+  userId?: string;
+  agentId?: string;
+  workspaceId?: string;
+  providerRef?: string;
+  /** The provider's slug (`provider_id`). */
+  providerSlug?: string;
+  providerType?: string;
+}
+
+export interface TokenWithProvider {
+  token: TokenRow;
+  provider: ProviderRow;
+}
+
+/** Matching tokens with their providers, oldest first. */
+export function tokensWithProviders(
+  exec: Executor,
+  f: TokenFilter,
+  limit?: number,
+): Promise<TokenWithProvider[]> {
+  const q = exec
+    .select({ token: oauthTokens, provider: oauthProviders })
+    .from(oauthTokens)
+    .innerJoin(oauthProviders, eq(oauthProviders.id, oauthTokens.providerRef))
+    .where(
+      and(
+        f.id === undefined ? undefined : eq(oauthTokens.id, f.id),
+        f.organizationId === undefined ? undefined : eq(oauthTokens.organizationId, f.organizationId),
+        f.userId === undefined ? undefined : eq(oauthTokens.userId, f.userId),
+        f.agentId === undefined ? undefined : eq(oauthTokens.agentId, f.agentId),
+        f.workspaceId === undefined ? undefined : eq(oauthTokens.workspaceId, f.workspaceId),
+        f.providerRef === undefined ? undefined : eq(oauthTokens.providerRef, f.providerRef),
+        f.providerSlug === undefined ? undefined : eq(oauthProviders.providerId, f.providerSlug),
+        f.providerType === undefined ? undefined : eq(oauthProviders.providerType, f.providerType),
+      ),
+    )
+    .orderBy(asc(oauthTokens.createdAt), asc(oauthTokens.id));
+  return limit === undefined ? q : q.limit(limit);
+}
+
+export async function insertTokenRow(exec: Executor, values: NewTokenRow): Promise<TokenRow> {
+  const [row] = await exec.insert(oauthTokens).values(values).returning();
+  if (!row) throw new Error("storing the token returned no row");
+  return row;
+}
+
+/** Updates the token (only if it is of `providerRef`, when one is given); undefined when none matched. */
+export async function updateTokenRow(
+  exec: Executor,
+  id: string,
+  changes: TokenChanges,
+  providerRef?: string,
+): Promise<TokenRow | undefined> {
+  const [row] = await exec
+    .update(oauthTokens)
+    .set(changes)
+    .where(
+      and(
+        eq(oauthTokens.id, id),
+        providerRef === undefined ? undefined : eq(oauthTokens.providerRef, providerRef),
+      ),
+    )
+    .returning();
+  return row;
+}
+
+export async function deleteTokenRows(exec: Executor, ids: string[]): Promise<void> {
+  if (ids.length > 0) await exec.delete(oauthTokens).where(inArray(oauthTokens.id, ids));
+}
+
+/**
+ * Makes a token its subject's default and clears the others. The subject's rows are locked first
+ * so that two concurrent changes run one after the other; the old default is cleared before the
+ * new one is set because the unique index is checked row by row.
+ */
+export async function makeDefault(exec: Executor, row: TokenRow): Promise<TokenRow> {
+  const subject = and(
+    eq(oauthTokens.providerRef, row.providerRef),
+    eq(oauthTokens.userId, row.userId),
+    eq(oauthTokens.agentId, row.agentId),
+  );
+  return exec.transaction(async (tx) => {
+    await tx.select({ id: oauthTokens.id }).from(oauthTokens).where(subject).for("update");
+    await tx
+      .update(oauthTokens)
+      .set({ isDefault: false })
+      .where(and(subject, eq(oauthTokens.isDefault, true), ne(oauthTokens.id, row.id)));
+    const [updated] = await tx
+      .update(oauthTokens)
+      .set({ isDefault: true })
+      .where(eq(oauthTokens.id, row.id))
+      .returning();
+    return updated ?? row;
+  });
+}
