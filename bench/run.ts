@@ -126,7 +126,7 @@ console.log(table(results));
 
 if (process.env.BENCH_SKIP_DEPLOY !== "1") {
   const deploys = Number(process.env.BENCH_DEPLOYS ?? 5);
-  // Issue 10 asks for both: every build step and app process in bubblewrap, and unsandboxed.
+  // What the sandbox costs: every build step and app process in bubblewrap, and unsandboxed.
   // probeBwrap answers the reason it cannot run, or undefined when it works.
   const bwrapWorks = (await probeBwrap(hostSystem())) === undefined;
   for (const sandbox of bwrapWorks ? ["bwrap", "none"] : ["none"]) {
