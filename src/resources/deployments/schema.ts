@@ -1,4 +1,4 @@
-// Over 300 lines on purpose: the deployments contract (request and response shapes, ResourceSpec and
+// Why over 300 lines: the deployments contract (request and response shapes, ResourceSpec and
 // its Kubernetes helper shapes) in one file, the single source of validation and of /openapi.json.
 import { type Static, type TSchema, Type } from "@sinclair/typebox";
 import {
