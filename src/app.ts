@@ -44,6 +44,8 @@ export async function buildApp(deps: AppDeps, opts: BuildOptions = {}): Promise<
             ...opts.logger,
           },
     bodyLimit: config.bodyLimitBytes,
+    // Behind a reverse proxy the client address (rate limits, logs) comes from X-Forwarded-For.
+    trustProxy: config.trustProxy,
     logController: new LogController({ requestIdLogLabel: "request_id" }),
     requestIdHeader: false,
     // A caller's X-Request-Id is kept when it is a plain token, so traces join up across services.

@@ -1,3 +1,4 @@
+import { isIP } from "node:net";
 import { resolve } from "node:path";
 
 /** Where the data lives: an embedded PGlite directory, in-memory PGlite, or a PostgreSQL server. */
@@ -27,6 +28,11 @@ export interface Config {
   rateLimitPerMinute: number;
   /** Failed authentications (401) a minute per client address before 429; 0 turns it off. */
   authFailLimitPerMinute: number;
+  /**
+   * Which peers may name the client address in X-Forwarded-For (Fastify `trustProxy`): false (the
+   * TCP peer is the client), true (any), or a list of addresses and CIDR ranges of the proxies.
+   */
+  trustProxy: boolean | string[];
   /** How slow a client may be: all headers within `headersMs`, the whole request within `requestMs`, and a body at `minBodyBytesPerSecond` or faster once `bodyGraceMs` have passed (0: no rate). */
   timeouts: { headersMs: number; requestMs: number; minBodyBytesPerSecond: number; bodyGraceMs: number };
   uploadLimitBytes: number;
@@ -103,6 +109,25 @@ function uidRangeVar(env: Env): UidRange {
     );
   }
   return { first, last };
+}
+
+function trustProxyVar(env: Env): boolean | string[] {
+  const raw = (env.SLIPWAY_TRUST_PROXY ?? "").trim();
+  if (raw === "" || raw === "false") return false;
+  if (raw === "true") return true;
+  const entries = raw.split(",").map((e) => e.trim());
+  for (const entry of entries) {
+    const [address, bits, extra] = entry.split("/");
+    const family = isIP(address ?? "");
+    const maxBits = family === 6 ? 128 : 32;
+    const bitsOk = bits === undefined || (/^\d{1,3}$/.test(bits) && Number(bits) <= maxBits);
+    if (family === 0 || !bitsOk || extra !== undefined) {
+      throw new ConfigError(
+        `SLIPWAY_TRUST_PROXY must be true, false, or a comma-separated list of proxy addresses or CIDR ranges, got "${raw}".`,
+      );
+    }
+  }
+  return entries;
 }
 
 function masterKeyVar(name: string, raw: string): string {
@@ -203,6 +228,7 @@ export function loadConfig(env: Env = process.env): Config {
     bodyLimitBytes: intVar(env, "SLIPWAY_BODY_LIMIT_BYTES", 1024 * 1024, 1024, 64 * 1024 * 1024),
     rateLimitPerMinute: intVar(env, "SLIPWAY_RATE_LIMIT_PER_MINUTE", 6000, 0, 100_000_000),
     authFailLimitPerMinute: intVar(env, "SLIPWAY_AUTH_FAIL_LIMIT_PER_MINUTE", 30, 0, 100_000_000),
+    trustProxy: trustProxyVar(env),
     timeouts: timeoutVars(env),
     uploadLimitBytes: intVar(
       env,

@@ -34,6 +34,16 @@ describe("config", () => {
     assert.deepEqual(c.sandbox, { mode: "auto", uidRange: { first: 200000, last: 265535 } });
   });
 
+  it("reads SLIPWAY_TRUST_PROXY: off by default, true, or proxy addresses and ranges", () => {
+    assert.equal(loadConfig({}).trustProxy, false);
+    assert.equal(loadConfig({ SLIPWAY_TRUST_PROXY: "true" }).trustProxy, true);
+    assert.deepEqual(loadConfig({ SLIPWAY_TRUST_PROXY: "10.0.0.1, 192.168.0.0/16,::1" }).trustProxy, [
+      "10.0.0.1",
+      "192.168.0.0/16",
+      "::1",
+    ]);
+  });
+
   it("reads SLIPWAY_SANDBOX and SLIPWAY_APP_UID_RANGE", () => {
     const c = loadConfig({ SLIPWAY_SANDBOX: "BWRAP", SLIPWAY_APP_UID_RANGE: " 300000 - 300009 " });
     assert.deepEqual(c.sandbox, { mode: "bwrap", uidRange: { first: 300000, last: 300009 } });
@@ -75,6 +85,8 @@ describe("config", () => {
     [{ SLIPWAY_SOURCE_LIMIT_BYTES: "10" }, /^SLIPWAY_SOURCE_LIMIT_BYTES must be between/],
     [{ SLIPWAY_SOURCE_MAX_FILES: "0" }, /^SLIPWAY_SOURCE_MAX_FILES must be between/],
     [{ SLIPWAY_BUILD_DISK_LIMIT_MB: "-5" }, /^SLIPWAY_BUILD_DISK_LIMIT_MB must be a whole number/],
+    [{ SLIPWAY_TRUST_PROXY: "yes" }, /^SLIPWAY_TRUST_PROXY must be/],
+    [{ SLIPWAY_TRUST_PROXY: "10.0.0.0/33" }, /^SLIPWAY_TRUST_PROXY must be/],
     [{ SLIPWAY_SANDBOX: "docker" }, /^SLIPWAY_SANDBOX must be one of auto, bwrap, none/],
     [{ SLIPWAY_APP_UID_RANGE: "200000" }, /^SLIPWAY_APP_UID_RANGE must be "<first>-<last>"/],
     [{ SLIPWAY_APP_UID_RANGE: "0-65535" }, /^SLIPWAY_APP_UID_RANGE must be/],

@@ -49,6 +49,17 @@ forEachDatabase(
       assert.equal((await call(ctx, "192.0.2.44", ctx.headers(ctx.keys.viewer))).statusCode, 200);
     });
 
+    it("X-Forwarded-For is ignored unless the peer is a trusted proxy (a client cannot pick its address)", async () => {
+      const ctx = suite.ctx;
+      const peer = "192.0.2.200";
+      for (let i = 0; i < 5; i++) {
+        const res = await call(ctx, peer, { "x-api-key": "sw_nope", "x-forwarded-for": `10.9.0.${i}` });
+        assert.equal(res.statusCode, 401, res.body);
+      }
+      const res = await call(ctx, peer, { "x-api-key": "sw_nope", "x-forwarded-for": "10.9.0.99" });
+      assert.equal(res.statusCode, 429, res.body);
+    });
+
     it("/openapi.json documents 429 on keyed operations", async () => {
       const doc = (await suite.ctx.app.inject({ method: "GET", url: "/openapi.json" })).json() as {
         paths: Record<string, Record<string, { responses: Record<string, { description: string }> }>>;
@@ -58,4 +69,32 @@ forEachDatabase(
     });
   },
   { env: { SLIPWAY_AUTH_FAIL_LIMIT_PER_MINUTE: "5" } },
+);
+
+forEachDatabase(
+  "failed-authentication limit behind a trusted proxy",
+  (suite) => {
+    it("each forwarded client counts on its own; one client's bad keys do not block the others", async () => {
+      const ctx = suite.ctx;
+      const proxy = "198.51.100.1";
+      for (let i = 0; i < 5; i++) {
+        const res = await call(ctx, proxy, { "x-api-key": "sw_nope", "x-forwarded-for": "203.0.113.50" });
+        assert.equal(res.statusCode, 401, res.body);
+      }
+      const bad = await call(ctx, proxy, { "x-api-key": "sw_nope", "x-forwarded-for": "203.0.113.50" });
+      assert.equal(bad.statusCode, 429, bad.body);
+      const other = await call(ctx, proxy, {
+        ...ctx.headers(ctx.keys.viewer),
+        "x-forwarded-for": "203.0.113.51",
+      });
+      assert.equal(other.statusCode, 200, other.body);
+      // A peer that is not the proxy still counts as itself, whatever it forwards.
+      const direct = await call(ctx, "192.0.2.77", {
+        ...ctx.headers(ctx.keys.viewer),
+        "x-forwarded-for": "203.0.113.50",
+      });
+      assert.equal(direct.statusCode, 200, direct.body);
+    });
+  },
+  { env: { SLIPWAY_AUTH_FAIL_LIMIT_PER_MINUTE: "5", SLIPWAY_TRUST_PROXY: "198.51.100.0/24" } },
 );
