@@ -163,8 +163,14 @@ export class Api {
     return (res.body === "" ? undefined : res.json()) as T;
   }
 
-  /** A local_git integration over `team`, and the file: URL of repository `name` in it. */
+  /** The organization's local_git integration over `team`: created on first use, then reused. */
   async integration(team: string): Promise<string> {
+    const existing = await this.call<Array<{ id: string; path: string | null }>>(
+      "GET",
+      "/v1/integrations/forge/codehost/install",
+    );
+    const found = existing.find((i) => i.path === team);
+    if (found) return found.id;
     const created = await this.call<{ id: string }>(
       "POST",
       "/v1/integrations/forge/codehost",
