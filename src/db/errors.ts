@@ -21,4 +21,3 @@ export function constraintOf(err: unknown): string | undefined {
 
 export const isUniqueViolation = (err: unknown) => pgCode(err) === "23505";
 export const isForeignKeyViolation = (err: unknown) => pgCode(err) === "23503";
-export const isSerializationFailure = (err: unknown) => pgCode(err) === "40001" || pgCode(err) === "40P01";

@@ -22,6 +22,9 @@ export const ErrorBody = Type.Object(
   { $id: "Error", description: "`detail` is a sentence, or for 422 a list of field errors." },
 );
 
+/** An error response of a route's schema: the shared body with the route's own description. */
+export const errorResponse = (description: string) => ({ ...ErrorBody, description });
+
 /** An error that is the caller's to fix (4xx) or a fault we name on purpose (502/503). */
 export class HttpError extends Error {
   constructor(

@@ -1,7 +1,7 @@
 import swagger from "@fastify/swagger";
 import swaggerUi from "@fastify/swagger-ui";
 import type { FastifyInstance, RouteOptions } from "fastify";
-import { ErrorBody } from "./errors.ts";
+import { errorResponse } from "./errors.ts";
 
 const ERRORS: Record<string, string> = {
   "401": "Missing, unknown or revoked API key.",
@@ -39,7 +39,7 @@ function documentErrors(route: RouteOptions): void {
   const response = { ...(schema.response ?? {}) };
   for (const [code, description] of Object.entries({ ...ERRORS, ...(schema.body ? BODY_ERRORS : {}) })) {
     if (isPublic && (code === "401" || code === "403" || code === "429")) continue;
-    if (!(code in response)) response[code] = { ...ErrorBody, description };
+    if (!(code in response)) response[code] = errorResponse(description);
   }
   schema.response = response;
   if (isPublic) schema.security = [];

@@ -1,6 +1,6 @@
 import type { FastifyRequest } from "fastify";
 import { workspaceOf } from "../../http/auth.ts";
-import { ErrorBody } from "../../http/errors.ts";
+import { errorResponse } from "../../http/errors.ts";
 import type { App } from "../../http/types.ts";
 import { ownerOf } from "../oauth-tokens/owner.ts";
 import { OwnerQuery } from "../oauth-tokens/schema.ts";
@@ -51,7 +51,7 @@ export async function agentConnectionRoutes(app: App): Promise<void> {
         body: CreateAgentConnectionBody,
         response: {
           201: AgentConnection,
-          409: { ...ErrorBody, description: "The agent already has a connection for this provider." },
+          409: errorResponse("The agent already has a connection for this provider."),
         },
       },
     },

@@ -1,6 +1,6 @@
 import { Type } from "@sinclair/typebox";
 import { workspaceOf } from "../../http/auth.ts";
-import { ErrorBody, notFound } from "../../http/errors.ts";
+import { errorResponse, notFound } from "../../http/errors.ts";
 import type { App } from "../../http/types.ts";
 import { createDeployment } from "./create.ts";
 import { deleteDeployment, deleteDeployments } from "./delete.ts";
@@ -25,7 +25,6 @@ import {
 } from "./schema.ts";
 
 const tags = ["deployments"];
-const error = (description: string) => ({ ...ErrorBody, description });
 
 export async function deploymentRoutes(app: App): Promise<void> {
   const { deps } = app;
@@ -47,8 +46,8 @@ export async function deploymentRoutes(app: App): Promise<void> {
         body: CreateDeploymentBody,
         response: {
           201: Deployment,
-          409: error("A deployment of that name exists in the workspace."),
-          502: error("The code host could not be reached."),
+          409: errorResponse("A deployment of that name exists in the workspace."),
+          502: errorResponse("The code host could not be reached."),
         },
       },
     },
@@ -117,9 +116,9 @@ export async function deploymentRoutes(app: App): Promise<void> {
         body: PatchDeploymentBody,
         response: {
           200: Deployment,
-          400: error("An immutable field was changed, or the deployment is being deleted."),
-          412: error("If-Match does not match the current ETag."),
-          502: error("The code host could not be reached."),
+          400: errorResponse("An immutable field was changed, or the deployment is being deleted."),
+          412: errorResponse("If-Match does not match the current ETag."),
+          502: errorResponse("The code host could not be reached."),
         },
       },
     },

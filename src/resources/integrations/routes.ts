@@ -1,6 +1,6 @@
 import { Type } from "@sinclair/typebox";
 import { principalOf } from "../../http/auth.ts";
-import { ErrorBody } from "../../http/errors.ts";
+import { errorResponse } from "../../http/errors.ts";
 import type { App } from "../../http/types.ts";
 import { CodehostRepository, CreateIntegrationBody, Integration, IntegrationParams } from "./schema.ts";
 import {
@@ -14,8 +14,7 @@ const admin = { auth: { role: "admin" as const } };
 const tags = ["integrations"];
 const BASE = "/v1/integrations/forge/codehost";
 const LEGACY_BASE = "/v1/integrations/codehost";
-const error = (description: string) => ({ ...ErrorBody, description });
-const UPSTREAM = { 502: error("The code host could not be read; `detail` says why.") };
+const UPSTREAM = { 502: errorResponse("The code host could not be read; `detail` says why.") };
 
 export async function integrationRoutes(app: App): Promise<void> {
   const { orm } = app.deps.db;
@@ -29,7 +28,7 @@ export async function integrationRoutes(app: App): Promise<void> {
         tags,
         summary: "Add a code-host integration (a local git directory or a GitHub App installation)",
         body: CreateIntegrationBody,
-        response: { 201: Integration, 409: error("Already integrated."), ...UPSTREAM },
+        response: { 201: Integration, 409: errorResponse("Already integrated."), ...UPSTREAM },
       },
     },
     async (request, reply) => {
@@ -46,7 +45,7 @@ export async function integrationRoutes(app: App): Promise<void> {
         tags,
         summary: "Remove a code-host integration",
         params: IntegrationParams,
-        response: { 200: Integration, 409: error("A deployment still builds from it.") },
+        response: { 200: Integration, 409: errorResponse("A deployment still builds from it.") },
       },
     },
     async (request) => deleteIntegration(orm, principalOf(request), request.params.integration_id),

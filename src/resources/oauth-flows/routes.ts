@@ -1,6 +1,6 @@
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { principalOf } from "../../http/auth.ts";
-import { ErrorBody, HttpError } from "../../http/errors.ts";
+import { errorResponse, HttpError } from "../../http/errors.ts";
 import type { App } from "../../http/types.ts";
 import { McpDiscoverBody, OAuthProvider, ProviderParams } from "../oauth-providers/schema.ts";
 import { ownerOf } from "../oauth-tokens/owner.ts";
@@ -23,7 +23,6 @@ import { setupLanding } from "./setup.ts";
 import { FlowWaiters, waitForFlow } from "./wait.ts";
 
 const tags = ["oauth-flows"];
-const error = (description: string) => ({ ...ErrorBody, description });
 const HTML_ERRORS = {
   400: {
     description:
@@ -72,7 +71,7 @@ export async function oauthFlowRoutes(app: App): Promise<void> {
         body: AuthenticateBody,
         response: {
           200: AuthenticateResult,
-          502: error("Renewing the stored token failed at the provider."),
+          502: errorResponse("Renewing the stored token failed at the provider."),
         },
       },
     },
@@ -117,8 +116,8 @@ export async function oauthFlowRoutes(app: App): Promise<void> {
         body: FinalizeBody,
         response: {
           200: FinalizeResult,
-          400: error("The state is unknown, used, expired or of another provider."),
-          502: error("The token endpoint could not be reached or failed."),
+          400: errorResponse("The state is unknown, used, expired or of another provider."),
+          502: errorResponse("The token endpoint could not be reached or failed."),
         },
       },
     },
@@ -188,8 +187,8 @@ export async function oauthFlowRoutes(app: App): Promise<void> {
         body: McpDiscoverBody,
         response: {
           200: OAuthProvider,
-          409: error("A provider with this provider_id exists in the organization."),
-          502: error("The MCP server or its authorization server could not be reached."),
+          409: errorResponse("A provider with this provider_id exists in the organization."),
+          502: errorResponse("The MCP server or its authorization server could not be reached."),
         },
       },
     },

@@ -1,6 +1,6 @@
 import { Type } from "@sinclair/typebox";
 import { principalOf } from "../../http/auth.ts";
-import { ErrorBody } from "../../http/errors.ts";
+import { errorResponse } from "../../http/errors.ts";
 import type { App } from "../../http/types.ts";
 import {
   CreateProviderBody,
@@ -40,7 +40,7 @@ export async function oauthProviderRoutes(app: App): Promise<void> {
         body: CreateProviderBody,
         response: {
           200: OAuthProvider,
-          409: { ...ErrorBody, description: "A provider with this provider_id exists in the organization." },
+          409: errorResponse("A provider with this provider_id exists in the organization."),
         },
       },
     },

@@ -1,7 +1,7 @@
 import { Type } from "@sinclair/typebox";
 import type { FastifyRequest } from "fastify";
 import { workspaceOf } from "../../http/auth.ts";
-import { ErrorBody } from "../../http/errors.ts";
+import { errorResponse } from "../../http/errors.ts";
 import type { App } from "../../http/types.ts";
 import { flowEnvOf } from "../oauth-flows/env.ts";
 import { ownerOf } from "./owner.ts";
@@ -28,8 +28,7 @@ import {
 } from "./service.ts";
 
 const tags = ["oauth-tokens"];
-const error = (description: string) => ({ ...ErrorBody, description });
-const KEPT = error("A provider could not be reached or refused the revocation: its token was kept.");
+const KEPT = errorResponse("A provider could not be reached or refused the revocation: its token was kept.");
 const REVOKE_NOTE =
   " Each token is revoked at its provider first (RFC 7009, endpoint from the provider's metadata); " +
   "a provider without a revocation endpoint only has the token forgotten. When a provider cannot be " +

@@ -1,5 +1,5 @@
 import { workspaceOf } from "../../http/auth.ts";
-import { ErrorBody } from "../../http/errors.ts";
+import { errorResponse } from "../../http/errors.ts";
 import type { App } from "../../http/types.ts";
 import type { LogStream } from "../../runtimes/interface.ts";
 import { LogPage, LogSearchBody, LogsParams, ProjectParams } from "./schema.ts";
@@ -10,7 +10,7 @@ const tags = ["revisions"];
 const reader = { auth: { role: "viewer" as const } };
 const RESPONSES = {
   200: LogPage,
-  400: { ...ErrorBody, description: "The body is not valid JSON." },
+  400: errorResponse("The body is not valid JSON."),
 };
 const BODY_NOTE =
   "Every body field is optional; an absent body is `{}`. Pages follow `order` by the order lines were " +

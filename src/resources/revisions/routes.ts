@@ -1,12 +1,11 @@
 import { workspaceOf } from "../../http/auth.ts";
-import { ErrorBody } from "../../http/errors.ts";
+import { errorResponse } from "../../http/errors.ts";
 import type { App } from "../../http/types.ts";
 import { Deployment, DeploymentParams } from "../deployments/schema.ts";
 import { ListRevisionsQuery, Revision, RevisionList, RevisionParams } from "./schema.ts";
 import { getRevision, interruptRevision, listRevisions, redeployRevision } from "./service.ts";
 
 const tags = ["revisions"];
-const error = (description: string) => ({ ...ErrorBody, description });
 
 export async function revisionRoutes(app: App): Promise<void> {
   const { deps } = app;
@@ -47,7 +46,7 @@ export async function revisionRoutes(app: App): Promise<void> {
         tags,
         summary: "Queue a new revision with this revision's configuration, secrets and commit",
         params: RevisionParams,
-        response: { 200: Deployment, 400: error("The deployment is being deleted.") },
+        response: { 200: Deployment, 400: errorResponse("The deployment is being deleted.") },
       },
     },
     async (request) =>
@@ -72,7 +71,7 @@ export async function revisionRoutes(app: App): Promise<void> {
               ? "Interrupt a revision that has not ended"
               : "Interrupt a revision that has not ended (same as …/interrupt)",
           params: RevisionParams,
-          response: { 200: Revision, 400: error("The revision has already ended.") },
+          response: { 200: Revision, 400: errorResponse("The revision has already ended.") },
         },
       },
       async (request) =>

@@ -1,6 +1,6 @@
 import { Type } from "@sinclair/typebox";
 import { workspaceOf } from "../../http/auth.ts";
-import { ErrorBody } from "../../http/errors.ts";
+import { errorResponse } from "../../http/errors.ts";
 import type { App } from "../../http/types.ts";
 import { DeploymentParams } from "../deployments/schema.ts";
 import {
@@ -27,7 +27,7 @@ import {
 } from "./service.ts";
 
 const tags = ["tags"];
-const exists = (what: string) => ({ ...ErrorBody, description: `${what} already exists.` });
+const exists = (what: string) => errorResponse(`${what} already exists.`);
 
 /** Resource tags of a workspace: keys, their values, and which deployments carry which values. */
 export async function tagRoutes(app: App): Promise<void> {

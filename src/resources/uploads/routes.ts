@@ -1,14 +1,13 @@
 import type { IncomingMessage } from "node:http";
 import { Type } from "@sinclair/typebox";
 import { workspaceOf } from "../../http/auth.ts";
-import { ErrorBody, HttpError } from "../../http/errors.ts";
+import { errorResponse, HttpError } from "../../http/errors.ts";
 import type { App } from "../../http/types.ts";
 import { DeploymentParams, UploadParams, UploadQuery, UploadReceipt, UploadUrl } from "./schema.ts";
 import { issueUploadUrl, receiveUpload } from "./service.ts";
 
 const tags = ["uploads"];
 const TARBALL_TYPES = ["application/gzip", "application/x-gzip", "application/octet-stream"];
-const error = (description: string) => ({ ...ErrorBody, description });
 
 /** The PUT takes a raw tarball stream; its parsers live only in this scope, so JSON stays JSON elsewhere. */
 async function tarballUploadRoute(app: App): Promise<void> {
@@ -45,12 +44,12 @@ async function tarballUploadRoute(app: App): Promise<void> {
         querystring: UploadQuery,
         response: {
           200: UploadReceipt,
-          400: error("The body ended early."),
-          403: error("Missing or wrong token."),
-          409: error("The URL was already used, or an upload to it is in progress."),
-          410: error("The URL has expired."),
-          413: error("The tarball is over the upload limit; nothing was kept."),
-          415: error("Not a tarball media type."),
+          400: errorResponse("The body ended early."),
+          403: errorResponse("Missing or wrong token."),
+          409: errorResponse("The URL was already used, or an upload to it is in progress."),
+          410: errorResponse("The URL has expired."),
+          413: errorResponse("The tarball is over the upload limit; nothing was kept."),
+          415: errorResponse("Not a tarball media type."),
         },
       },
     },
@@ -87,7 +86,7 @@ export async function uploadRoutes(app: App): Promise<void> {
         tags,
         summary: "Get a signed URL to upload an internal_source deployment's source tarball",
         params: DeploymentParams,
-        response: { 201: UploadUrl, 400: error("The deployment's source is not internal_source.") },
+        response: { 201: UploadUrl, 400: errorResponse("The deployment's source is not internal_source.") },
       },
     },
     async (request, reply) => {
