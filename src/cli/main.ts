@@ -3,6 +3,7 @@ import { addKeyToFile, loadKeyring } from "../crypto/master-key.ts";
 import { rotateSecrets } from "../crypto/rotate.ts";
 import { openDatabase } from "../db/client.ts";
 import { migrate } from "../db/migrate.ts";
+import { envelopeColumns } from "../resources/envelopes.ts";
 import { startServer } from "../server.ts";
 
 const USAGE = `Usage: slipway <command>
@@ -59,7 +60,7 @@ async function rotate(args: string[]): Promise<void> {
   const db = await openDatabase(config.database);
   try {
     await migrate(db);
-    const results = await rotateSecrets(db.orm, keyring);
+    const results = await rotateSecrets(keyring, envelopeColumns(db.orm));
     for (const r of results) console.log(`${r.table}.${r.column}: re-encrypted ${r.rewrapped}`);
     console.log(`Every stored secret is now under key ${keyring.activeKid}.`);
   } finally {

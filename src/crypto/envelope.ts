@@ -42,6 +42,14 @@ export function keyId(key: Buffer): string {
   return createHash("sha256").update(key).digest("hex").slice(0, 12);
 }
 
+/**
+ * Where a value is stored, bound into its envelope as associated data, so a ciphertext copied to
+ * another row or column does not decrypt. Each table's key column is `id`.
+ */
+export function encryptionContext(table: string, column: string, id: string): string {
+  return `${table}.${column}:${id}`;
+}
+
 export class Keyring {
   readonly activeKid: string;
   private readonly keys = new Map<string, Buffer>();
@@ -79,6 +87,11 @@ export class Keyring {
     if (!master) throw new DecryptionError(`master key ${kid} is not configured`);
     const dataKey = open(master, wrapped, Buffer.from(`${VERSION}.${kid}.${context}`, "utf8"));
     return open(dataKey, body, Buffer.from(context, "utf8")).toString("utf8");
+  }
+
+  /** How every envelope under the active key begins (rotation skips those). */
+  get activePrefix(): string {
+    return `${VERSION}.${this.activeKid}.`;
   }
 
   kidOf(envelope: string): string | undefined {

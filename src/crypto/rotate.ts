@@ -1,7 +1,5 @@
-import { sql } from "drizzle-orm";
-import { type Orm, rows } from "../db/client.ts";
-import type { Keyring } from "./envelope.ts";
-import { type EncryptedColumn, encryptedColumns, encryptionContext } from "./registry.ts";
+import type { EnvelopeColumn } from "../db/envelopes.ts";
+import { encryptionContext, type Keyring } from "./envelope.ts";
 
 export interface RotationResult {
   table: string;
@@ -10,43 +8,29 @@ export interface RotationResult {
 }
 
 const BATCH = 200;
+const BEFORE_ANY_UUID = "00000000-0000-0000-0000-000000000000";
 
 /**
- * Re-encrypts every stored value that is not under the active master key. Runs beside live
- * servers: each row is updated only if it still holds the value that was read, so a concurrent
- * write (already under the active key) is never overwritten.
+ * Re-encrypts every stored value that is not under the active master key, column by column (the
+ * stores list theirs: resources/envelopes.ts). Runs beside live servers: a value is swapped only
+ * if the row still holds what was read, so a concurrent write (already under the active key) wins.
  */
-export async function rotateSecrets(
-  orm: Orm,
-  keyring: Keyring,
-  columns: EncryptedColumn[] = encryptedColumns,
-): Promise<RotationResult[]> {
+export async function rotateSecrets(keyring: Keyring, columns: EnvelopeColumn[]): Promise<RotationResult[]> {
   const results: RotationResult[] = [];
-  const activePrefix = `sw1.${keyring.activeKid}.%`;
-  for (const { table, column } of columns) {
-    const t = sql.identifier(table);
-    const c = sql.identifier(column);
+  for (const c of columns) {
     let rewrapped = 0;
-    let after = "00000000-0000-0000-0000-000000000000";
+    let after = BEFORE_ANY_UUID;
     for (;;) {
-      const batch = await rows<{ id: string; value: string }>(
-        orm,
-        sql`SELECT id::text AS id, ${c} AS value FROM ${t}
-            WHERE ${c} IS NOT NULL AND ${c} NOT LIKE ${activePrefix} AND id > ${after}::uuid
-            ORDER BY id LIMIT ${BATCH}`,
-      );
-      if (batch.length === 0) break;
+      const batch = await c.stale(keyring.activePrefix, after, BATCH);
+      const last = batch.at(-1);
+      if (!last) break;
       for (const row of batch) {
-        const next = keyring.reencrypt(row.value, encryptionContext(table, column, row.id));
-        const updated = await rows<{ id: string }>(
-          orm,
-          sql`UPDATE ${t} SET ${c} = ${next} WHERE id = ${row.id}::uuid AND ${c} = ${row.value} RETURNING id`,
-        );
-        rewrapped += updated.length;
+        const next = keyring.reencrypt(row.value, encryptionContext(c.table, c.column, row.id));
+        if (await c.swap(row.id, row.value, next)) rewrapped++;
       }
-      after = (batch[batch.length - 1] as { id: string }).id;
+      after = last.id;
     }
-    results.push({ table, column, rewrapped });
+    results.push({ table: c.table, column: c.column, rewrapped });
   }
   return results;
 }

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import pg from "pg";
 import type { Keyring } from "../crypto/envelope.ts";
-import { encryptionContext } from "../crypto/registry.ts";
+import { encryptionContext } from "../crypto/envelope.ts";
 import type { Executor } from "../db/client.ts";
 import { databasePasswordEnc, setDatabaseName } from "../resources/deployments/store.ts";
 

@@ -5,12 +5,13 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, it } from "node:test";
 import { sql } from "drizzle-orm";
+import { pgTable, text, uuid } from "drizzle-orm/pg-core";
 import { loadConfig } from "../../src/config.ts";
-import { DecryptionError, Keyring } from "../../src/crypto/envelope.ts";
+import { DecryptionError, encryptionContext, Keyring } from "../../src/crypto/envelope.ts";
 import { addKeyToFile, keyFilePath, loadKeyring } from "../../src/crypto/master-key.ts";
-import { encryptionContext } from "../../src/crypto/registry.ts";
 import { rotateSecrets } from "../../src/crypto/rotate.ts";
 import { rows } from "../../src/db/client.ts";
+import { envelopeColumn } from "../../src/db/envelopes.ts";
 import { createTestDatabase, DB_KINDS } from "../helpers/databases.ts";
 
 describe("envelope encryption", () => {
@@ -78,6 +79,9 @@ describe("master key file", () => {
   });
 });
 
+/** A table of envelopes, as a store would declare one. */
+const rotTest = pgTable("rot_test", { id: uuid("id").primaryKey(), secret: text("secret") });
+
 for (const kind of DB_KINDS) {
   describe(`key rotation over stored rows [${kind}]`, () => {
     it("re-encrypts every value not under the active key and leaves current ones alone", async () => {
@@ -100,10 +104,10 @@ for (const kind of DB_KINDS) {
         await rows(db.orm, sql`INSERT INTO rot_test (secret) VALUES (NULL)`);
         const newKey = randomBytes(32);
         const ring = new Keyring(newKey, [oldKey]);
-        const columns = [{ table: "rot_test", column: "secret" }];
-        const [result] = await rotateSecrets(db.orm, ring, columns);
+        const columns = [envelopeColumn(db.orm, rotTest, rotTest.secret)];
+        const [result] = await rotateSecrets(ring, columns);
         assert.equal(result?.rewrapped, 450);
-        const [again] = await rotateSecrets(db.orm, ring, columns);
+        const [again] = await rotateSecrets(ring, columns);
         assert.equal(again?.rewrapped, 0);
         const stored = await rows<{ id: string; secret: string }>(
           db.orm,

@@ -2,11 +2,11 @@ import assert from "node:assert/strict";
 import { randomBytes, randomUUID } from "node:crypto";
 import { it } from "node:test";
 import { sql } from "drizzle-orm";
-import { Keyring } from "../../src/crypto/envelope.ts";
-import { encryptedColumns, encryptionContext } from "../../src/crypto/registry.ts";
+import { encryptionContext, Keyring } from "../../src/crypto/envelope.ts";
 import { rotateSecrets } from "../../src/crypto/rotate.ts";
 import { rows } from "../../src/db/client.ts";
 import { oauthFlows } from "../../src/db/schema/oauth.ts";
+import { envelopeColumns } from "../../src/resources/envelopes.ts";
 import { saveTokens } from "../../src/resources/oauth-flows/tokens.ts";
 import { insertProvider } from "../../src/resources/oauth-providers/service.ts";
 import { forEachDatabase } from "../helpers/harness.ts";
@@ -63,7 +63,7 @@ forEachDatabase("oauth secrets and key rotation", (suite) => {
       expiresAt: new Date(Date.now() + 60_000),
     });
 
-    const ours = encryptedColumns.filter((c) => c.table.startsWith("oauth_"));
+    const ours = envelopeColumns(ctx.db.orm).filter((c) => c.table.startsWith("oauth_"));
     assert.deepEqual(ours.map((c) => `${c.table}.${c.column}`).sort(), [
       "oauth_flows.code_verifier_enc",
       "oauth_providers.client_secret_enc",
@@ -71,7 +71,7 @@ forEachDatabase("oauth secrets and key rotation", (suite) => {
       "oauth_tokens.refresh_token_enc",
     ]);
     const after = new Keyring(newKey, [oldKey]);
-    const result = await rotateSecrets(ctx.db.orm, after, ours);
+    const result = await rotateSecrets(after, ours);
     assert.deepEqual(
       result.map((r) => r.rewrapped),
       ours.map(() => 1),

@@ -10,8 +10,8 @@ import * as schema from "../../src/db/schema/index.ts";
  * One owner per table (issue 9): only a table's store writes SQL on it — raw statements
  * (`UPDATE t`, `INSERT INTO t`, `DELETE FROM t`) and the query builder (`.insert(t)`, …) alike.
  * The reconciler's store may write the lease columns of deployments and revisions, nothing else.
- * A static scan of src/: it needs no database. Not seen by it: crypto/rotate.ts, which re-encrypts
- * the envelope columns crypto/registry.ts lists, naming each table through `sql.identifier`.
+ * A static scan of src/: it needs no database. Key rotation's two statements (db/envelopes.ts) take
+ * their table from the store that declares the column, which the last test checks.
  */
 
 const SRC = join(import.meta.dirname, "../../src");
@@ -229,5 +229,11 @@ describe("SQL ownership", () => {
     const statusSets = [...store.matchAll(/sql`status = \$\{/g)];
     assert.equal(statusSets.length, 1, "one place in the revisions store sets status");
     assert.match(store, /for \(const from of w\.from\) assertTransition\(from, w\.to\)/);
+  });
+
+  it("encrypted columns are declared for key rotation only by their stores", () => {
+    const declaring = files.filter(({ text }) => /\benvelopeColumn\(\s*exec\s*,/.test(text)).map((f) => f.file);
+    assert.ok(declaring.length >= 5, `only ${declaring.join(", ")} declare envelope columns`);
+    for (const file of declaring) assert.match(file, /^resources\/[^/]+\/store\.ts$/);
   });
 });

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { sql } from "drizzle-orm";
 import type { Config } from "../../src/config.ts";
-import { encryptionContext } from "../../src/crypto/registry.ts";
+import { encryptionContext } from "../../src/crypto/envelope.ts";
 import { rows } from "../../src/db/client.ts";
 import { Reconciler, type ReconcilerOptions } from "../../src/reconciler/reconciler.ts";
 import type { SourceResolver } from "../../src/reconciler/sources.ts";

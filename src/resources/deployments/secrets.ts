@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { Keyring } from "../../crypto/envelope.ts";
-import { encryptionContext } from "../../crypto/registry.ts";
+import { encryptionContext } from "../../crypto/envelope.ts";
 import type { Executor, Reader } from "../../db/client.ts";
 import { insertSecretRows, secretRows } from "../revisions/store.ts";
 import { MASK, type Secret } from "./schema.ts";

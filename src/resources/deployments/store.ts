@@ -1,5 +1,7 @@
 import { type SQL, sql } from "drizzle-orm";
 import { type Executor, type Reader, rows } from "../../db/client.ts";
+import { type EnvelopeColumn, envelopeColumn } from "../../db/envelopes.ts";
+import { deployments } from "../../db/schema/deployments.ts";
 import { isoSql } from "../../db/sql.ts";
 import { assertDeploymentTransition, type DeploymentStatus } from "../../reconciler/states.ts";
 import type { Deployment, DeploymentType, SecretReference, Source } from "./schema.ts";
@@ -293,3 +295,9 @@ export async function saveKeyResponse(
          WHERE workspace_id = ${workspaceId} AND key = ${key}`,
   );
 }
+
+/** The encrypted columns of this store's tables, for key rotation. */
+export const deploymentEnvelopes = (exec: Executor): EnvelopeColumn[] => [
+  envelopeColumn(exec, deployments, deployments.pendingSecretsEnc),
+  envelopeColumn(exec, deployments, deployments.databasePasswordEnc),
+];

@@ -1,5 +1,5 @@
 import { createHash, randomUUID } from "node:crypto";
-import { encryptionContext } from "../../crypto/registry.ts";
+import { encryptionContext } from "../../crypto/envelope.ts";
 import type { Executor } from "../../db/client.ts";
 import { invalid } from "../../http/errors.ts";
 import { authorizationUrl, newCodeVerifier, newState } from "../../oauth/client.ts";

@@ -1,5 +1,6 @@
 import { and, eq, isNull, lt } from "drizzle-orm";
 import type { Executor } from "../../db/client.ts";
+import { type EnvelopeColumn, envelopeColumn } from "../../db/envelopes.ts";
 import { oauthFlows } from "../../db/schema/oauth.ts";
 
 /** The only module that writes SQL on `oauth_flows`. The code verifier arrives already encrypted. */
@@ -63,3 +64,8 @@ export async function flowOf(
     .where(and(eq(oauthFlows.id, id), eq(oauthFlows.organizationId, organizationId)));
   return flow;
 }
+
+/** The encrypted columns of this store's table, for key rotation. */
+export const flowEnvelopes = (exec: Executor): EnvelopeColumn[] => [
+  envelopeColumn(exec, oauthFlows, oauthFlows.codeVerifierEnc),
+];

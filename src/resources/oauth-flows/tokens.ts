@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { Keyring } from "../../crypto/envelope.ts";
-import { encryptionContext } from "../../crypto/registry.ts";
+import { encryptionContext } from "../../crypto/envelope.ts";
 import type { Executor } from "../../db/client.ts";
 import { badGateway } from "../../http/errors.ts";
 import { iso } from "../../http/schemas.ts";

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { Config } from "../../config.ts";
 import type { Keyring } from "../../crypto/envelope.ts";
-import { encryptionContext } from "../../crypto/registry.ts";
+import { encryptionContext } from "../../crypto/envelope.ts";
 import type { Executor } from "../../db/client.ts";
 import { isUniqueViolation } from "../../db/errors.ts";
 import type { CodeChallengeMethod, TokenEndpointAuthMethod } from "../../db/schema/oauth.ts";

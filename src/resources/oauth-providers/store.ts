@@ -1,5 +1,6 @@
 import { and, asc, eq } from "drizzle-orm";
 import type { Executor } from "../../db/client.ts";
+import { type EnvelopeColumn, envelopeColumn } from "../../db/envelopes.ts";
 import { oauthProviders } from "../../db/schema/oauth.ts";
 
 /** The only module that writes SQL on `oauth_providers`. Secrets arrive here already encrypted. */
@@ -68,3 +69,8 @@ export async function deleteProviderRow(
   const [row] = await exec.delete(oauthProviders).where(bySlug(organizationId, slug)).returning();
   return row;
 }
+
+/** The encrypted columns of this store's table, for key rotation. */
+export const providerEnvelopes = (exec: Executor): EnvelopeColumn[] => [
+  envelopeColumn(exec, oauthProviders, oauthProviders.clientSecretEnc),
+];

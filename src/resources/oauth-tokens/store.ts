@@ -1,5 +1,6 @@
 import { and, asc, desc, eq, inArray, ne } from "drizzle-orm";
 import type { Executor } from "../../db/client.ts";
+import { type EnvelopeColumn, envelopeColumn } from "../../db/envelopes.ts";
 import { oauthProviders, oauthTokens } from "../../db/schema/oauth.ts";
 import type { ProviderRow } from "../oauth-providers/store.ts";
 
@@ -155,3 +156,9 @@ export async function makeDefault(exec: Executor, row: TokenRow): Promise<TokenR
     return updated ?? row;
   });
 }
+
+/** The encrypted columns of this store's table, for key rotation. */
+export const tokenEnvelopes = (exec: Executor): EnvelopeColumn[] => [
+  envelopeColumn(exec, oauthTokens, oauthTokens.accessTokenEnc),
+  envelopeColumn(exec, oauthTokens, oauthTokens.refreshTokenEnc),
+];

@@ -1,5 +1,6 @@
 import { type SQL, sql } from "drizzle-orm";
 import { type Executor, type Reader, rows } from "../../db/client.ts";
+import { type EnvelopeColumn, envelopeColumn } from "../../db/envelopes.ts";
 import type { StatusChange } from "../../db/schema/deployments.ts";
 import { revisionSecrets } from "../../db/schema/deployments.ts";
 import { fromNow, isoSql, sqlList } from "../../db/sql.ts";
@@ -284,3 +285,8 @@ export async function revisionIdsOf(exec: Reader, deploymentId: string): Promise
   );
   return found.map((r) => r.id);
 }
+
+/** The encrypted columns of this store's tables, for key rotation. */
+export const revisionEnvelopes = (exec: Executor): EnvelopeColumn[] => [
+  envelopeColumn(exec, revisionSecrets, revisionSecrets.valueEnc),
+];

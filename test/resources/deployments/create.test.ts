@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { before, it } from "node:test";
 import { sql } from "drizzle-orm";
-import { encryptionContext } from "../../../src/crypto/registry.ts";
+import { encryptionContext } from "../../../src/crypto/envelope.ts";
 import { rows } from "../../../src/db/client.ts";
 import { authMatrix } from "../../helpers/auth-matrix.ts";
 import {

@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { before, it } from "node:test";
 import { sql } from "drizzle-orm";
-import { encryptionContext } from "../../../src/crypto/registry.ts";
+import { encryptionContext } from "../../../src/crypto/envelope.ts";
 import { rows } from "../../../src/db/client.ts";
 import { authMatrix } from "../../helpers/auth-matrix.ts";
 import {

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { randomBytes, randomUUID } from "node:crypto";
 import { after, before, it } from "node:test";
 import { sql } from "drizzle-orm";
-import { encryptionContext } from "../../../src/crypto/registry.ts";
+import { encryptionContext } from "../../../src/crypto/envelope.ts";
 import { rows } from "../../../src/db/client.ts";
 import { authMatrix } from "../../helpers/auth-matrix.ts";
 import { forEachDatabase, type TestContext } from "../../helpers/harness.ts";

@@ -1,0 +1,19 @@
+import type { Executor } from "../db/client.ts";
+import type { EnvelopeColumn } from "../db/envelopes.ts";
+import { deploymentEnvelopes } from "./deployments/store.ts";
+import { flowEnvelopes } from "./oauth-flows/store.ts";
+import { providerEnvelopes } from "./oauth-providers/store.ts";
+import { tokenEnvelopes } from "./oauth-tokens/store.ts";
+import { revisionEnvelopes } from "./revisions/store.ts";
+
+/**
+ * Every column that stores envelopes, each declared by its table's store: what `slipway keys
+ * rotate` re-encrypts. A store that adds an encrypted column lists it in its own `…Envelopes`.
+ */
+export const envelopeColumns = (exec: Executor): EnvelopeColumn[] => [
+  ...revisionEnvelopes(exec),
+  ...deploymentEnvelopes(exec),
+  ...providerEnvelopes(exec),
+  ...tokenEnvelopes(exec),
+  ...flowEnvelopes(exec),
+];
