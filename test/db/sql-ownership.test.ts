@@ -232,7 +232,9 @@ describe("SQL ownership", () => {
   });
 
   it("encrypted columns are declared for key rotation only by their stores", () => {
-    const declaring = files.filter(({ text }) => /\benvelopeColumn\(\s*exec\s*,/.test(text)).map((f) => f.file);
+    const declaring = files
+      .filter(({ text }) => /\benvelopeColumn\(\s*exec\s*,/.test(text))
+      .map((f) => f.file);
     assert.ok(declaring.length >= 5, `only ${declaring.join(", ")} declare envelope columns`);
     for (const file of declaring) assert.match(file, /^resources\/[^/]+\/store\.ts$/);
   });
