@@ -15,6 +15,7 @@ export const encryptedColumns: EncryptedColumn[] = [
   { table: "oauth_tokens", column: "refresh_token_enc" },
   { table: "oauth_flows", column: "code_verifier_enc" },
   { table: "deployments", column: "database_password_enc" },
+  { table: "deployments", column: "redis_password_enc" },
   { table: "deployments", column: "pending_secrets_enc" },
 ];
 

@@ -3,7 +3,7 @@ import pg from "pg";
 import type { Keyring } from "../crypto/envelope.ts";
 import { encryptionContext } from "../crypto/registry.ts";
 import type { Executor } from "../db/client.ts";
-import { databasePasswordEnc, setDatabaseName } from "../resources/deployments/store.ts";
+import { servicePasswordEnc, setDatabaseName } from "../resources/deployments/store.ts";
 
 /** Role and database name of a deployment's own database: derived from its id, always a safe identifier. */
 export function appDatabaseName(deploymentId: string): string {
@@ -88,9 +88,10 @@ export class AppDatabases {
   /** The stored password, or a new one stored first (the first writer wins a race). */
   private async password(exec: Executor, deploymentId: string): Promise<string> {
     const fresh = randomBytes(24).toString("hex");
-    const enc = await databasePasswordEnc(
+    const enc = await servicePasswordEnc(
       exec,
       deploymentId,
+      "database",
       this.keyring.encrypt(fresh, context(deploymentId)),
     );
     if (!enc) throw new Error(`deployment ${deploymentId} is gone`);

@@ -32,6 +32,11 @@ export interface RevisionSpec {
   /** Environment for the app: decrypted secrets, DATABASE_URI when provisioned. Never logged. */
   env: Record<string, string>;
   /**
+   * The password of the deployment's own Redis, should the runtime run one (generated and stored
+   * encrypted by the reconciler, so restarts keep it; hidden in logs). Never logged.
+   */
+  redisPassword?: string;
+  /**
    * Whether the revision belongs to the install's first organization, the only one whose code may
    * run when no sandbox is usable (README "Sandbox").
    */
