@@ -251,7 +251,10 @@ export async function servicePasswordEnc(
 ): Promise<string | null> {
   const column = PASSWORD_COLUMNS[service];
   await exec.execute(sql`UPDATE deployments SET ${column} = ${fresh} WHERE id = ${id} AND ${column} IS NULL`);
-  const [row] = await rows<{ enc: string | null }>(exec, sql`SELECT ${column} AS enc FROM deployments WHERE id = ${id}`);
+  const [row] = await rows<{ enc: string | null }>(
+    exec,
+    sql`SELECT ${column} AS enc FROM deployments WHERE id = ${id}`,
+  );
   return row?.enc ?? null;
 }
 

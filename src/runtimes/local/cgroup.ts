@@ -87,7 +87,10 @@ async function writable(file: string): Promise<boolean> {
 /** The controllers Slipway limits with, and the file a probe writes to check a child is usable. */
 export type Controller = "memory" | "cpu";
 const PROBE_FILE: Record<Controller, Record<1 | 2, [file: string, value: string]>> = {
-  memory: { 1: ["memory.limit_in_bytes", String(64 * 1024 * 1024)], 2: ["memory.max", String(64 * 1024 * 1024)] },
+  memory: {
+    1: ["memory.limit_in_bytes", String(64 * 1024 * 1024)],
+    2: ["memory.max", String(64 * 1024 * 1024)],
+  },
   cpu: { 1: ["cpu.cfs_quota_us", "50000"], 2: ["cpu.max", "50000 100000"] },
 };
 

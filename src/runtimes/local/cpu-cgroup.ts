@@ -50,7 +50,8 @@ export async function createCpuCgroup(
   cpus: number,
   memory?: MemoryCgroup,
 ): Promise<CpuCgroup | undefined> {
-  if (!/^[A-Za-z0-9][A-Za-z0-9_.-]{0,100}$/.test(name)) throw new Error(`cgroup name "${name}" is not usable`);
+  if (!/^[A-Za-z0-9][A-Za-z0-9_.-]{0,100}$/.test(name))
+    throw new Error(`cgroup name "${name}" is not usable`);
   if (!Number.isFinite(cpus) || cpus <= 0) throw new Error("the cpu limit must be a positive number");
   const support = await controllerSupport("cpu");
   if (support === undefined) return undefined;

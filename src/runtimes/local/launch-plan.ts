@@ -5,8 +5,8 @@ import { type Confiner, UNSANDBOXED_WARNING } from "./confine.ts";
 import { containerLaunches } from "./container.ts";
 import type { ContainerNetwork, EngineFinder } from "./containers/engine.ts";
 import { noEngineMessage } from "./containers/revision.ts";
-import type { Layout } from "./layout.ts";
 import { cpuCgroupSupported } from "./cpu-cgroup.ts";
+import type { Layout } from "./layout.ts";
 import type { Launch } from "./replica.ts";
 import { unenforcedWarnings } from "./resource-fields.ts";
 
@@ -61,7 +61,9 @@ function cpusOf(resources: Record<string, unknown>, log: (line: string) => void)
   if (typeof asked !== "number") return undefined;
   const cores = availableParallelism();
   if (asked <= cores) return asked;
-  log(`slipway: cpu limit ${asked} is above this machine's ${cores} cores; limiting each process to ${cores}`);
+  log(
+    `slipway: cpu limit ${asked} is above this machine's ${cores} cores; limiting each process to ${cores}`,
+  );
   return cores;
 }
 

@@ -50,7 +50,10 @@ export async function missingRedis(binary: string): Promise<string | undefined> 
 }
 
 /** The Redis configuration (redis.conf syntax) of a deployment's server. */
-export function redisConfig(o: Pick<RedisOptions, "dataDir" | "password" | "maxMemoryMb">, port: number): string {
+export function redisConfig(
+  o: Pick<RedisOptions, "dataDir" | "password" | "maxMemoryMb">,
+  port: number,
+): string {
   return [
     "bind 127.0.0.1",
     `port ${port}`,
@@ -92,7 +95,9 @@ export class RedisServer {
   async start(): Promise<void> {
     if (this.port === 0) this.port = await takePort();
     if (this.o.cpus !== undefined && this.cpuGroup === undefined) {
-      this.cpuGroup = await createCpuCgroup(`redis-${this.port}-${process.pid}`, this.o.cpus).catch(() => undefined);
+      this.cpuGroup = await createCpuCgroup(`redis-${this.port}-${process.pid}`, this.o.cpus).catch(
+        () => undefined,
+      );
     }
     const reason = await this.launch();
     if (reason !== undefined) {
@@ -139,7 +144,12 @@ export class RedisServer {
       args = ["-c", 'echo $$ > "$1" && shift && exec "$@"', "sh", procs, file, ...args];
       file = "sh";
     }
-    const child = spawn(file, args, { cwd, env: this.o.env, detached: true, stdio: ["pipe", "pipe", "pipe"] });
+    const child = spawn(file, args, {
+      cwd,
+      env: this.o.env,
+      detached: true,
+      stdio: ["pipe", "pipe", "pipe"],
+    });
     this.child = child;
     const pid = child.pid;
     if (pid !== undefined) this.o.record.add(pid);
@@ -170,7 +180,9 @@ export class RedisServer {
     while (Date.now() < deadline) {
       if (exit !== undefined) return `redis-server ${exit}${last.length ? ` (${last.at(-1)})` : ""}`;
       if (this.stopped) return "it was stopped";
-      const [pong] = await redisCommands(this.port, this.o.password, [["PING"]], 1000).catch(() => [undefined]);
+      const [pong] = await redisCommands(this.port, this.o.password, [["PING"]], 1000).catch(() => [
+        undefined,
+      ]);
       if (pong === "PONG") return undefined;
       await sleep(50);
     }

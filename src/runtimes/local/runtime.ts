@@ -274,6 +274,12 @@ export class LocalRuntime implements Runtime {
     return active.serving ? "running" : "unknown";
   }
 
+  /** REDIS_URI of the deployment's own Redis while one runs here. */
+  redisUri(deploymentId: string): string | undefined {
+    const cache = this.deployments.get(deploymentId)?.cache;
+    return cache?.running ? cache.uri : undefined;
+  }
+
   async close(): Promise<void> {
     this.closed = true;
     const slots = [...this.deployments.values()];
