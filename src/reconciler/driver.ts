@@ -198,6 +198,8 @@ async function finishDeploy(w: Worker, work: RevisionWork, activation: Activatio
     if (!(await moveRevision(w, tx, work.id, "DEPLOYING", "DEPLOYED"))) return false;
     // An image revision names the deployed image's version; other sources leave it as it was.
     await activateRevision(tx, work.deploymentId, work.id, activation.url, activation.imageVersion);
+    // A new revision is use: an UNUSED deployment is READY again (a no-op otherwise).
+    await moveDeployment(tx, work.deploymentId, "UNUSED", "READY");
     return true;
   });
 }
@@ -211,7 +213,7 @@ async function undoActivation(w: Worker, work: RevisionWork): Promise<void> {
 
 /** Provisions the deployment's database (when configured) and makes a new deployment READY. */
 async function ensureDatabase(w: Worker, work: RevisionWork) {
-  const db = w.appDbs ? await w.appDbs.provision(w.db.orm, work.deploymentId) : undefined;
+  const db = w.appDbs ? await w.appDbs.provision(w.db.orm, work.deploymentId, work.resourceSpec) : undefined;
   if (work.deploymentStatus === "AWAITING_DATABASE") {
     await moveDeployment(w.db.orm, work.deploymentId, "AWAITING_DATABASE", "READY");
   }

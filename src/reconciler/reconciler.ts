@@ -14,6 +14,7 @@ import { checkHealth } from "./leader.ts";
 import { DEFAULT_LOG_CAP, LogSinks } from "./log-sink.ts";
 import { followOthers, restoreActive } from "./restore.ts";
 import { Runtimes } from "./runtimes.ts";
+import { recordTraffic } from "./usage.ts";
 import type { SourceResolver } from "./sources.ts";
 import {
   type ClaimedRevision,
@@ -87,6 +88,7 @@ export class Reconciler {
       appDbs: adminUrl ? new AppDatabases(adminUrl, opts.keyring) : undefined,
       jobs: new Map(),
       served: new Map(),
+      lastRequests: new Map(),
       restoring: new Set(),
       deletions: new Map(),
       following: new Map(),
@@ -184,6 +186,7 @@ export class Reconciler {
 
     if (poll) {
       await followOthers(this.w);
+      await recordTraffic(this.w);
       await checkHealth(this.w);
     }
   }

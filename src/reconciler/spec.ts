@@ -75,7 +75,7 @@ export async function envFor(
   const redis = await redisPassword(w, work.deploymentId);
   const secrets = [...Object.values(env), redis];
   if (w.appDbs) {
-    const db = await w.appDbs.provision(w.db.orm, work.deploymentId);
+    const db = await w.appDbs.provision(w.db.orm, work.deploymentId, work.resourceSpec);
     env.DATABASE_URI = db.uri;
     env.POSTGRES_URI = db.uri;
     secrets.push(db.password);

@@ -89,6 +89,11 @@ export interface Runtime {
   discard(deploymentId: string, revisionId: string): Promise<void>;
   /** "running" while the active revision serves, "stopped" when nothing runs, "unknown" otherwise. */
   health(deploymentId: string): "running" | "stopped" | "unknown";
+  /**
+   * When the deployment last got a request here (epoch ms; undefined: none since this runtime
+   * started). Runtimes that cannot tell leave it out; then only new revisions count as use (UNUSED).
+   */
+  lastRequestAt?(deploymentId: string): number | undefined;
   /** Stops all processes and listeners (Slipway shutdown); files stay for the next start. */
   close(): Promise<void>;
 }

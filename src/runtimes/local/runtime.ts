@@ -255,6 +255,7 @@ export class LocalRuntime implements Runtime {
     const engine = await this.containers.usable();
     if (engine !== undefined) await removeDeploymentContainers(engine, this.containers.owner, deploymentId);
     await this.confiner.release(deploymentId);
+    this.router.traffic.forget(deploymentId);
     await rm(dir, { recursive: true, force: true });
   }
 
@@ -272,6 +273,10 @@ export class LocalRuntime implements Runtime {
     const active = this.deployments.get(deploymentId)?.active;
     if (active === undefined) return "stopped";
     return active.serving ? "running" : "unknown";
+  }
+
+  lastRequestAt(deploymentId: string): number | undefined {
+    return this.router.traffic.of(deploymentId).lastRequestAt;
   }
 
   /** REDIS_URI of the deployment's own Redis while one runs here. */

@@ -44,7 +44,7 @@ export class DeploymentSlot {
     if (this.name === name) return;
     if (this.active !== undefined) {
       this.router.delete(this.name, this.active);
-      this.router.set(name, this.active);
+      this.router.set(name, this.active, this.id);
     }
     this.name = name;
   }
@@ -53,7 +53,7 @@ export class DeploymentSlot {
   switchTo(group: RevisionGroup): RevisionGroup | undefined {
     const previous = this.active;
     this.active = group;
-    this.router.set(this.name, group);
+    this.router.set(this.name, group, this.id);
     group.supervise();
     return previous;
   }
