@@ -20,6 +20,7 @@ export async function noteInLog(w: Worker, revisionId: string, line: string): Pr
   const open = w.sinks.get(revisionId);
   if (open !== undefined) {
     open.log("deploy", line);
+    await open.flush();
     return;
   }
   // The line names no secret, so the sink needs none to hide; closed again once stored.
