@@ -14,7 +14,6 @@ import { checkHealth } from "./leader.ts";
 import { DEFAULT_LOG_CAP, LogSinks } from "./log-sink.ts";
 import { followOthers, restoreActive } from "./restore.ts";
 import { Runtimes } from "./runtimes.ts";
-import { recordTraffic } from "./usage.ts";
 import type { SourceResolver } from "./sources.ts";
 import {
   type ClaimedRevision,
@@ -25,6 +24,7 @@ import {
   renewLease,
 } from "./store.ts";
 import { startTeardown } from "./teardown.ts";
+import { recordTraffic } from "./usage.ts";
 
 export interface ReconcilerOptions {
   /** Poll and lease times, the apps' database server, and what the parts read (context.ts). */

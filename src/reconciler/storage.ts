@@ -11,19 +11,27 @@ import type { LogNote } from "./usage.ts";
  * (`storage_note`) so each crossing is reported once. Nothing is stopped or refused.
  */
 
-/** How often the sizes are read (a directory walk per database on the server). */
+/** How often a database's size is read (a directory walk on the server); a new active revision at once. */
 const CHECK_EVERY_MS = 60_000;
 const GiB = 1024 ** 3;
-const lastCheck = new WeakMap<Worker, number>();
+/** Per worker: `<deployment>:<active revision>` → when its size was last read. */
+const lastChecks = new WeakMap<Worker, Map<string, number>>();
 
 const gib = (bytes: number) => `${(bytes / GiB).toFixed(3)} GiB`;
 
 export async function checkStorage(w: Worker, tx: Executor): Promise<LogNote[]> {
   if (w.appDbs === undefined) return [];
   const now = Date.now();
-  if (now - (lastCheck.get(w) ?? 0) < CHECK_EVERY_MS) return [];
-  lastCheck.set(w, now);
-  const rows = await databaseStorage(tx);
+  const checked = lastChecks.get(w) ?? new Map<string, number>();
+  lastChecks.set(w, checked);
+  const due = (r: { id: string; active_revision_id: string }) =>
+    now - (checked.get(`${r.id}:${r.active_revision_id}`) ?? 0) >= CHECK_EVERY_MS;
+  const all = await databaseStorage(tx);
+  const live = new Set(all.map((r) => `${r.id}:${r.active_revision_id}`));
+  for (const key of checked.keys()) if (!live.has(key)) checked.delete(key);
+  const rows = all.filter(due);
+  if (rows.length === 0) return [];
+  for (const r of rows) checked.set(`${r.id}:${r.active_revision_id}`, now);
   const sizes = await w.appDbs.sizes(rows.map((r) => r.database_name));
   const notes: LogNote[] = [];
   for (const r of rows) {
@@ -33,7 +41,8 @@ export async function checkStorage(w: Worker, tx: Executor): Promise<LogNote[]> 
     const over = limitGi !== undefined && size > limitGi * GiB;
     const note = over ? `its database uses ${gib(size)}, over its db_storage_gi of ${limitGi} GiB` : null;
     if (!(await setStorageNote(tx, r.id, note))) continue;
-    if (note !== null) w.log.warn({ deploymentId: r.id, bytes: size }, "reconciler: database over db_storage_gi");
+    if (note !== null)
+      w.log.warn({ deploymentId: r.id, bytes: size }, "reconciler: database over db_storage_gi");
     notes.push({
       revisionId: r.active_revision_id,
       line:

@@ -28,7 +28,10 @@ function redisRepo(name: string): void {
     });
   run("init", "-q", "-b", "main");
   writeFileSync(join(dir, "server.js"), REDIS_APP_JS);
-  writeFileSync(join(dir, "slipway.json"), JSON.stringify({ start: "node server.js", healthcheck: "/health" }));
+  writeFileSync(
+    join(dir, "slipway.json"),
+    JSON.stringify({ start: "node server.js", healthcheck: "/health" }),
+  );
   run("add", "-A");
   run("commit", "-q", "-m", "redis app");
 }
@@ -54,7 +57,9 @@ forEachDatabase(
       }
     };
 
-    it("redis_memory_mb gives the app its own Redis: the web process puts a job in through REDIS_URI and reads it back", { skip: noRedis }, async () => {
+    it("redis_memory_mb gives the app its own Redis: the web process puts a job in through REDIS_URI and reads it back", {
+      skip: noRedis,
+    }, async () => {
       const ctx = suite.ctx;
       stack = await startReconciler(ctx, ctx.app.log);
       api = new Api(ctx);
@@ -68,7 +73,11 @@ forEachDatabase(
         {
           name,
           source: "codehost",
-          source_config: { integration_id: integrationId, repo_url: repoUrl, resource_spec: { redis_memory_mb: 32 } },
+          source_config: {
+            integration_id: integrationId,
+            repo_url: repoUrl,
+            resource_spec: { redis_memory_mb: 32 },
+          },
           source_revision_config: { repo_ref: "main", framework_config_path: "slipway.json" },
         },
         201,
