@@ -39,7 +39,14 @@ export interface Config {
   localGitRoots: string[];
   github: { appId: string | undefined; privateKey: string | undefined; apiUrl: string };
   oauth: { allowInsecureLoopback: boolean; allowPlainPkce: boolean };
-  apps: { port: number; domain: string; databaseUrl: string | undefined; healthTimeoutMs: number };
+  apps: {
+    port: number;
+    domain: string;
+    databaseUrl: string | undefined;
+    healthTimeoutMs: number;
+    /** Absolute path of the `redis-server` a deployment's own Redis runs. */
+    redisServer: string;
+  };
   containers: {
     engine: "auto" | "podman" | "docker";
     network: "bridge" | "host";
@@ -48,7 +55,13 @@ export interface Config {
   };
   /** How build commands and app processes are confined (README "Sandbox"). */
   sandbox: { mode: SandboxMode; uidRange: UidRange };
-  reconciler: { enabled: boolean; pollMs: number; leaseMs: number };
+  reconciler: {
+    enabled: boolean;
+    pollMs: number;
+    leaseMs: number;
+    /** A READY deployment (not prod) that served no request for this long becomes UNUSED. */
+    unusedAfterS: number;
+  };
   /** What one revision may take on disk: its unpacked source, and its directory while it builds. */
   limits: { sourceBytes: number; sourceMaxFiles: number; buildDiskBytes: number };
 }
@@ -96,6 +109,13 @@ function choiceVar<T extends string>(env: Env, name: string, choices: readonly T
 
 /** Highest id usable: 2^32-1 is "no id" to the kernel (chown's -1). */
 const MAX_ID = 4_294_967_294;
+
+function absolutePathVar(env: Env, name: string, fallback: string): string {
+  const raw = env[name] || fallback;
+  if (!raw.startsWith("/") || raw.includes("\0"))
+    throw new ConfigError(`${name} must be an absolute path, got "${raw}".`);
+  return raw;
+}
 
 function uidRangeVar(env: Env): UidRange {
   const raw = env.SLIPWAY_APP_UID_RANGE || "200000-265535";
@@ -255,6 +275,7 @@ export function loadConfig(env: Env = process.env): Config {
       domain: env.SLIPWAY_APPS_DOMAIN || "localhost",
       databaseUrl: env.SLIPWAY_APPS_DATABASE_URL || undefined,
       healthTimeoutMs: intVar(env, "SLIPWAY_HEALTH_TIMEOUT_MS", 30_000, 100, 600_000),
+      redisServer: absolutePathVar(env, "SLIPWAY_REDIS_SERVER", "/usr/bin/redis-server"),
     },
     containers: {
       engine: choiceVar(env, "SLIPWAY_CONTAINER_ENGINE", ["auto", "podman", "docker"] as const),
@@ -269,6 +290,7 @@ export function loadConfig(env: Env = process.env): Config {
       enabled: boolVar(env, "SLIPWAY_RECONCILER", true),
       pollMs: intVar(env, "SLIPWAY_RECONCILER_POLL_MS", 2000, 10, 600_000),
       leaseMs: intVar(env, "SLIPWAY_RECONCILER_LEASE_MS", 30_000, 100, 3_600_000),
+      unusedAfterS: intVar(env, "SLIPWAY_UNUSED_AFTER_S", 604_800, 1, 315_360_000),
     },
     limits: {
       sourceBytes: intVar(env, "SLIPWAY_SOURCE_LIMIT_BYTES", 1024 ** 3, 1024, 1024 ** 4),

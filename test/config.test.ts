@@ -24,6 +24,18 @@ describe("config", () => {
     });
   });
 
+  it("reads the Redis binary and the UNUSED period", () => {
+    const d = loadConfig({});
+    assert.equal(d.apps.redisServer, "/usr/bin/redis-server");
+    assert.equal(d.reconciler.unusedAfterS, 604_800);
+    const c = loadConfig({
+      SLIPWAY_REDIS_SERVER: "/opt/redis/bin/redis-server",
+      SLIPWAY_UNUSED_AFTER_S: "60",
+    });
+    assert.equal(c.apps.redisServer, "/opt/redis/bin/redis-server");
+    assert.equal(c.reconciler.unusedAfterS, 60);
+  });
+
   it("reads the source and build disk limits", () => {
     const c = loadConfig({
       SLIPWAY_SOURCE_LIMIT_BYTES: "2048",
@@ -93,6 +105,9 @@ describe("config", () => {
     [{ SLIPWAY_APP_UID_RANGE: "300000-200000" }, /^SLIPWAY_APP_UID_RANGE must be/],
     [{ SLIPWAY_APP_UID_RANGE: "200000-4294967295" }, /^SLIPWAY_APP_UID_RANGE must be/],
     [{ SLIPWAY_BOOTSTRAP_API_KEY: "short" }, /^SLIPWAY_BOOTSTRAP_API_KEY/],
+    [{ SLIPWAY_REDIS_SERVER: "redis-server" }, /^SLIPWAY_REDIS_SERVER must be an absolute path/],
+    [{ SLIPWAY_UNUSED_AFTER_S: "0" }, /^SLIPWAY_UNUSED_AFTER_S must be between 1 and/],
+    [{ SLIPWAY_UNUSED_AFTER_S: "7d" }, /^SLIPWAY_UNUSED_AFTER_S must be a whole number/],
     [
       { SLIPWAY_OAUTH_ALLOW_INSECURE_LOOPBACK: "maybe" },
       /^SLIPWAY_OAUTH_ALLOW_INSECURE_LOOPBACK must be true or false/,

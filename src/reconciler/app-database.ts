@@ -3,7 +3,7 @@ import pg from "pg";
 import type { Keyring } from "../crypto/envelope.ts";
 import { encryptionContext } from "../crypto/envelope.ts";
 import type { Executor } from "../db/client.ts";
-import { databasePasswordEnc, setDatabaseName } from "../resources/deployments/store.ts";
+import { servicePasswordEnc, setDatabaseName } from "../resources/deployments/store.ts";
 
 /** Role and database name of a deployment's own database: derived from its id, always a safe identifier. */
 export function appDatabaseName(deploymentId: string): string {
@@ -54,19 +54,29 @@ export class AppDatabases {
     return u.toString();
   }
 
-  /** Creates (or finds) the deployment's role and database; idempotent, so a retry after a crash is safe. */
-  async provision(exec: Executor, deploymentId: string): Promise<AppDatabase> {
+  /**
+   * Creates (or finds) the deployment's role and database; idempotent, so a retry after a crash is
+   * safe. The role's CONNECTION LIMIT is the revision's `db_max_connections` (unset: none), set
+   * again at every provisioning, so a new revision changes it.
+   */
+  async provision(
+    exec: Executor,
+    deploymentId: string,
+    resourceSpec: Record<string, unknown> | null = null,
+  ): Promise<AppDatabase> {
     const name = appDatabaseName(deploymentId);
     const password = await this.password(exec, deploymentId);
+    const limit = connectionLimit(resourceSpec);
     await withAdmin(this.adminUrl, async (c) => {
       const ident = quoteIdent(name);
-      // The password is hex, so it can sit in the statement as a literal.
+      // The password is hex and the limit an integer, so both can sit in the statement as literals.
       const role = await c.query("SELECT 1 FROM pg_roles WHERE rolname = $1", [name]);
       if (role.rowCount === 0) {
-        await c.query(`CREATE ROLE ${ident} LOGIN PASSWORD '${password}'`).catch(ignoreCode("42710"));
-      } else {
-        await c.query(`ALTER ROLE ${ident} LOGIN PASSWORD '${password}'`);
+        await c
+          .query(`CREATE ROLE ${ident} LOGIN PASSWORD '${password}' CONNECTION LIMIT ${limit}`)
+          .catch(ignoreCode("42710"));
       }
+      await c.query(`ALTER ROLE ${ident} LOGIN PASSWORD '${password}' CONNECTION LIMIT ${limit}`);
       const db = await c.query("SELECT 1 FROM pg_database WHERE datname = $1", [name]);
       if (db.rowCount === 0) {
         await c.query(`CREATE DATABASE ${ident} OWNER ${ident}`).catch(ignoreCode("42P04"));
@@ -74,6 +84,18 @@ export class AppDatabases {
     });
     await setDatabaseName(exec, deploymentId, name);
     return { name, password, uri: this.uriFor(name, password) };
+  }
+
+  /** Sizes in bytes of the given databases (pg_database_size); missing ones are left out. */
+  async sizes(names: readonly string[]): Promise<Map<string, number>> {
+    if (names.length === 0) return new Map();
+    return withAdmin(this.adminUrl, async (c) => {
+      const found = await c.query<{ datname: string; size: string }>(
+        "SELECT datname, pg_database_size(datname)::text AS size FROM pg_database WHERE datname = ANY($1)",
+        [names],
+      );
+      return new Map(found.rows.map((r) => [r.datname, Number(r.size)]));
+    });
   }
 
   /** Drops the deployment's database (closing its connections) and role. */
@@ -88,14 +110,21 @@ export class AppDatabases {
   /** The stored password, or a new one stored first (the first writer wins a race). */
   private async password(exec: Executor, deploymentId: string): Promise<string> {
     const fresh = randomBytes(24).toString("hex");
-    const enc = await databasePasswordEnc(
+    const enc = await servicePasswordEnc(
       exec,
       deploymentId,
+      "database",
       this.keyring.encrypt(fresh, context(deploymentId)),
     );
     if (!enc) throw new Error(`deployment ${deploymentId} is gone`);
     return this.keyring.decrypt(enc, context(deploymentId));
   }
+}
+
+/** `db_max_connections` as a CONNECTION LIMIT: a whole number ≥ 0 as given (0: none may connect), else -1 (no limit). */
+export function connectionLimit(resourceSpec: Record<string, unknown> | null): number {
+  const value = resourceSpec?.db_max_connections;
+  return typeof value === "number" && Number.isSafeInteger(value) && value >= 0 ? value : -1;
 }
 
 function ignoreCode(code: string) {

@@ -22,7 +22,7 @@ export interface Job {
  */
 export interface Worker {
   /** Where secret references are read (spec.ts). */
-  readonly config: Pick<Config, "containers">;
+  readonly config: Pick<Config, "containers" | "reconciler">;
   readonly db: Database;
   readonly keyring: Keyring;
   readonly runtimes: Runtimes;
@@ -37,6 +37,8 @@ export interface Worker {
   readonly jobs: Map<string, Job>;
   /** What this process's runtimes run: deployment → revision (deployed here, or restored at start). */
   readonly served: Map<string, string>;
+  /** The newest request time (epoch ms) stored per deployment by this process (usage.ts). */
+  readonly lastRequests: Map<string, number>;
   /** Deployments being restored right now (the health check leaves them alone). */
   readonly restoring: Set<string>;
   /** Teardowns in progress here, by deployment. */

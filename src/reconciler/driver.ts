@@ -13,7 +13,7 @@ import type { Worker } from "./context.ts";
 import { failureStatus, isRuntimeFailure, LostClaim, messageOf, phaseFailure } from "./errors.ts";
 import type { RevisionLogSink } from "./log-sink.ts";
 import { activateExisting } from "./restore.ts";
-import { referencedSecrets, revisionSecrets, specFor } from "./spec.ts";
+import { redisPassword, referencedSecrets, revisionSecrets, specFor } from "./spec.ts";
 import { isTerminal, MID_WAY, type RevisionStatus } from "./states.ts";
 import { activeRevisionOf, releaseLease } from "./store.ts";
 import type { RevisionWork } from "./work.ts";
@@ -78,8 +78,10 @@ export async function drive(
       env.DATABASE_URI = db.uri;
       env.POSTGRES_URI = db.uri;
       hidden.push(db.password);
-      sink.setSecrets(hidden);
     }
+    const redis = await redisPassword(w, work.deploymentId);
+    hidden.push(redis);
+    sink.setSecrets(hidden);
     if (status === "QUEUED" || status === "UNKNOWN") await step("AWAITING_BUILD");
     if (await newerRevisionWaiting(w.db.orm, work.deploymentId, work.seq)) {
       sink.log("build", "Slipway: a newer revision was queued before this one started building.");
@@ -88,6 +90,7 @@ export async function drive(
       return;
     }
     const spec = await specFor(w, work, env);
+    spec.redisPassword = redis;
     sink.log("build", `Slipway: fetching the source (${work.source}).`);
     const prepared = await runtime.prepare(spec, ctx);
     if (prepared.commitSha) await recordCommit(w.db.orm, work.id, prepared.commitSha);
@@ -195,6 +198,8 @@ async function finishDeploy(w: Worker, work: RevisionWork, activation: Activatio
     if (!(await moveRevision(w, tx, work.id, "DEPLOYING", "DEPLOYED"))) return false;
     // An image revision names the deployed image's version; other sources leave it as it was.
     await activateRevision(tx, work.deploymentId, work.id, activation.url, activation.imageVersion);
+    // A new revision is use: an UNUSED deployment is READY again (a no-op otherwise).
+    await moveDeployment(tx, work.deploymentId, "UNUSED", "READY");
     return true;
   });
 }
@@ -208,7 +213,7 @@ async function undoActivation(w: Worker, work: RevisionWork): Promise<void> {
 
 /** Provisions the deployment's database (when configured) and makes a new deployment READY. */
 async function ensureDatabase(w: Worker, work: RevisionWork) {
-  const db = w.appDbs ? await w.appDbs.provision(w.db.orm, work.deploymentId) : undefined;
+  const db = w.appDbs ? await w.appDbs.provision(w.db.orm, work.deploymentId, work.resourceSpec) : undefined;
   if (work.deploymentStatus === "AWAITING_DATABASE") {
     await moveDeployment(w.db.orm, work.deploymentId, "AWAITING_DATABASE", "READY");
   }

@@ -24,6 +24,7 @@ import {
   renewLease,
 } from "./store.ts";
 import { startTeardown } from "./teardown.ts";
+import { recordTraffic } from "./usage.ts";
 
 export interface ReconcilerOptions {
   /** Poll and lease times, the apps' database server, and what the parts read (context.ts). */
@@ -87,6 +88,7 @@ export class Reconciler {
       appDbs: adminUrl ? new AppDatabases(adminUrl, opts.keyring) : undefined,
       jobs: new Map(),
       served: new Map(),
+      lastRequests: new Map(),
       restoring: new Set(),
       deletions: new Map(),
       following: new Map(),
@@ -184,6 +186,7 @@ export class Reconciler {
 
     if (poll) {
       await followOthers(this.w);
+      await recordTraffic(this.w);
       await checkHealth(this.w);
     }
   }

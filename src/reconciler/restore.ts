@@ -18,10 +18,11 @@ export async function activateExisting(
 ): Promise<void> {
   const work = await loadWork(w.db.orm, revisionId);
   if (!work) return;
-  const { env, secrets } = await envFor(w, work);
+  const { env, secrets, redisPassword } = await envFor(w, work);
   const sink = w.sinks.for(work.id, secrets);
   const ctx: PhaseContext = { log: (stream, line) => sink.log(stream, line), signal };
   const spec = await specFor(w, work, env);
+  spec.redisPassword = redisPassword;
   const commit = textField(work.sourceRevisionConfig, "repo_commit_sha");
   if (spec.source.kind === "git" && commit) spec.source = { ...spec.source, commitSha: commit };
   const runtime = w.runtimes.of(work.runtime);

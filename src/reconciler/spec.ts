@@ -1,4 +1,7 @@
+import { randomBytes } from "node:crypto";
+import { encryptionContext } from "../crypto/envelope.ts";
 import { readRevisionSecrets } from "../resources/deployments/secrets.ts";
+import { servicePasswordEnc } from "../resources/deployments/store.ts";
 import { firstOrganizationId } from "../resources/organizations/service.ts";
 import type { RevisionSpec } from "../runtimes/interface.ts";
 import type { Worker } from "./context.ts";
@@ -49,19 +52,33 @@ export function referencedSecrets(w: Worker, work: RevisionWork): Promise<Record
   return resolveSecretReferences(w.config.containers.secretRefsDir, work.secretReferences);
 }
 
+/**
+ * The password of the deployment's own Redis (a runtime starts one only when the revision asks):
+ * generated and stored encrypted on first use, the first writer winning, so every process and
+ * restart gives the same one.
+ */
+export async function redisPassword(w: Worker, deploymentId: string): Promise<string> {
+  const context = encryptionContext("deployments", "redis_password_enc", deploymentId);
+  const fresh = w.keyring.encrypt(randomBytes(24).toString("hex"), context);
+  const enc = await servicePasswordEnc(w.db.orm, deploymentId, "redis", fresh);
+  if (!enc) throw new Error(`deployment ${deploymentId} is gone`);
+  return w.keyring.decrypt(enc, context);
+}
+
 /** The whole environment of an already-deployed revision, and the values the log redactor hides. */
 export async function envFor(
   w: Worker,
   work: RevisionWork,
-): Promise<{ env: Record<string, string>; secrets: string[] }> {
+): Promise<{ env: Record<string, string>; secrets: string[]; redisPassword: string }> {
   const env = await revisionSecrets(w, work.id);
   Object.assign(env, await referencedSecrets(w, work));
-  const secrets = Object.values(env);
+  const redis = await redisPassword(w, work.deploymentId);
+  const secrets = [...Object.values(env), redis];
   if (w.appDbs) {
-    const db = await w.appDbs.provision(w.db.orm, work.deploymentId);
+    const db = await w.appDbs.provision(w.db.orm, work.deploymentId, work.resourceSpec);
     env.DATABASE_URI = db.uri;
     env.POSTGRES_URI = db.uri;
     secrets.push(db.password);
   }
-  return { env, secrets };
+  return { env, secrets, redisPassword: redis };
 }

@@ -28,6 +28,7 @@ export async function startReconciler(deps: AppDeps, logger: ReconcilerLogger): 
     limits: config.limits,
     sandbox: config.sandbox.mode,
     uidRange: config.sandbox.uidRange,
+    redisServer: config.apps.redisServer,
   });
   const appsPort = await runtime.start();
   // A port of 0 means "any": the apps URL must name the one actually bound.

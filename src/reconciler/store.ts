@@ -225,6 +225,42 @@ export function checkedDeployments(
   );
 }
 
+/**
+ * READY deployments, not `prod`, that neither served a request (last_request_at) nor changed
+ * (updated_at: deployed, renamed, moved) for `afterS` seconds.
+ */
+export function idleDeployments(
+  exec: Reader,
+  afterS: number,
+): Promise<{ id: string; active_revision_id: string }[]> {
+  return rows(
+    exec,
+    sql`SELECT id, active_revision_id FROM deployments
+         WHERE status = 'READY' AND active_revision_id IS NOT NULL AND deployment_type <> 'prod'
+           AND GREATEST(COALESCE(last_request_at, updated_at), updated_at)
+               < now() - make_interval(secs => ${afterS})`,
+  );
+}
+
+/** Deployments with their own database and an active revision: its `db_storage_gi` and the last note. */
+export function databaseStorage(exec: Reader): Promise<
+  {
+    id: string;
+    database_name: string;
+    active_revision_id: string;
+    storage_gi: unknown;
+    storage_note: string | null;
+  }[]
+> {
+  return rows(
+    exec,
+    sql`SELECT d.id, d.database_name, d.active_revision_id, r.resource_spec -> 'db_storage_gi' AS storage_gi,
+               d.storage_note
+          FROM deployments d JOIN revisions r ON r.id = d.active_revision_id
+         WHERE d.database_name IS NOT NULL AND d.status <> 'AWAITING_DELETE'`,
+  );
+}
+
 /** Status and active revision of some deployments (missing ones were removed). */
 export function deploymentStates(
   exec: Reader,

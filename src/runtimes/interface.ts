@@ -32,6 +32,11 @@ export interface RevisionSpec {
   /** Environment for the app: decrypted secrets, DATABASE_URI when provisioned. Never logged. */
   env: Record<string, string>;
   /**
+   * The password of the deployment's own Redis, should the runtime run one (generated and stored
+   * encrypted by the reconciler, so restarts keep it; hidden in logs). Never logged.
+   */
+  redisPassword?: string;
+  /**
    * Whether the revision belongs to the install's first organization, the only one whose code may
    * run when no sandbox is usable (README "Sandbox").
    */
@@ -84,6 +89,11 @@ export interface Runtime {
   discard(deploymentId: string, revisionId: string): Promise<void>;
   /** "running" while the active revision serves, "stopped" when nothing runs, "unknown" otherwise. */
   health(deploymentId: string): "running" | "stopped" | "unknown";
+  /**
+   * When the deployment last got a request here (epoch ms; undefined: none since this runtime
+   * started). Runtimes that cannot tell leave it out; then only new revisions count as use (UNUSED).
+   */
+  lastRequestAt?(deploymentId: string): number | undefined;
   /** Stops all processes and listeners (Slipway shutdown); files stay for the next start. */
   close(): Promise<void>;
 }

@@ -155,7 +155,10 @@ export async function logLines(ctx: TestContext, revisionId: string, stream?: st
 export const directorySource: SourceResolver = async () => ({ kind: "directory", path: "/nonexistent" });
 
 export function reconcilerConfig(ctx: TestContext, overrides: Partial<Config["reconciler"]> = {}): Config {
-  return { ...ctx.config, reconciler: { enabled: true, pollMs: 50, leaseMs: 1500, ...overrides } };
+  return {
+    ...ctx.config,
+    reconciler: { ...ctx.config.reconciler, enabled: true, pollMs: 50, leaseMs: 1500, ...overrides },
+  };
 }
 
 /** A reconciler on the suite's database with a given runtime; stopped by the caller. */

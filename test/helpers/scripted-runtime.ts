@@ -121,6 +121,13 @@ export class ScriptedRuntime implements Runtime {
     this.built.delete(revisionId);
   }
 
+  /** What a test says the deployment's router saw last (epoch ms). */
+  readonly lastRequests = new Map<string, number>();
+
+  lastRequestAt(deploymentId: string): number | undefined {
+    return this.lastRequests.get(deploymentId);
+  }
+
   health(deploymentId: string): "running" | "stopped" | "unknown" {
     return this.healthOf(deploymentId);
   }

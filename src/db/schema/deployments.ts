@@ -26,6 +26,12 @@ export const deployments = pgTable("deployments", {
   pendingSecretsEnc: text("pending_secrets_enc"),
   /** Envelope of the app database role's password, bound to the row id (migration 0005). */
   databasePasswordEnc: text("database_password_enc"),
+  /** Envelope of the password of the deployment's own Redis (migration 0010). */
+  redisPasswordEnc: text("redis_password_enc"),
+  /** The last request the apps router passed to it; what UNUSED is decided from (migration 0010). */
+  lastRequestAt: ts("last_request_at"),
+  /** Why its database is over `db_storage_gi`, null while within it (migration 0010). */
+  storageNote: text("storage_note"),
   /** Lease on the deployment's teardown (AWAITING_DELETE), like the revisions' work lease. */
   reconcileOwner: text("reconcile_owner"),
   reconcileExpiresAt: ts("reconcile_expires_at"),

@@ -11,7 +11,7 @@ import { MASK, type Secret } from "./schema.ts";
  * revisions store's.
  */
 
-/** Secret values are only ever stored as envelopes bound to their row (crypto/registry.ts). */
+/** Secret values are only ever stored as envelopes bound to their row (crypto/envelope.ts). */
 const valueContext = (rowId: string) => encryptionContext("revision_secrets", "value_enc", rowId);
 const pendingContext = (deploymentId: string) =>
   encryptionContext("deployments", "pending_secrets_enc", deploymentId);

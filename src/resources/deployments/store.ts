@@ -1,3 +1,4 @@
+// Over 300 lines: every statement on `deployments` lives here by rule (test/db/sql-ownership.test.ts).
 import { type SQL, sql } from "drizzle-orm";
 import { type Executor, type Reader, rows } from "../../db/client.ts";
 import { type EnvelopeColumn, envelopeColumn } from "../../db/envelopes.ts";
@@ -240,17 +241,41 @@ export async function setDatabaseName(exec: Executor, id: string, name: string):
   await exec.execute(sql`UPDATE deployments SET database_name = ${name} WHERE id = ${id}`);
 }
 
-/** Stores the database password envelope unless one is stored (the first writer wins), then reads it. */
-export async function databasePasswordEnc(exec: Executor, id: string, fresh: string): Promise<string | null> {
-  await exec.execute(
-    sql`UPDATE deployments SET database_password_enc = ${fresh}
-         WHERE id = ${id} AND database_password_enc IS NULL`,
-  );
+/** Columns holding the envelope of a password the reconciler generates for a deployment's service. */
+const PASSWORD_COLUMNS = { database: sql`database_password_enc`, redis: sql`redis_password_enc` } as const;
+
+/** Stores a service's password envelope unless one is stored (the first writer wins), then reads it. */
+export async function servicePasswordEnc(
+  exec: Executor,
+  id: string,
+  service: keyof typeof PASSWORD_COLUMNS,
+  fresh: string,
+): Promise<string | null> {
+  const column = PASSWORD_COLUMNS[service];
+  await exec.execute(sql`UPDATE deployments SET ${column} = ${fresh} WHERE id = ${id} AND ${column} IS NULL`);
   const [row] = await rows<{ enc: string | null }>(
     exec,
-    sql`SELECT database_password_enc AS enc FROM deployments WHERE id = ${id}`,
+    sql`SELECT ${column} AS enc FROM deployments WHERE id = ${id}`,
   );
   return row?.enc ?? null;
+}
+
+/** The apps router passed it a request at `at` (kept when an earlier time is reported later). */
+export async function recordLastRequest(exec: Executor, id: string, at: string): Promise<void> {
+  await exec.execute(
+    sql`UPDATE deployments SET last_request_at = GREATEST(COALESCE(last_request_at, ${at}::timestamptz), ${at}::timestamptz)
+         WHERE id = ${id}`,
+  );
+}
+
+/** Sets why its database is over its storage (null: within it); true when that changed. */
+export async function setStorageNote(exec: Executor, id: string, note: string | null): Promise<boolean> {
+  const done = await rows<{ id: string }>(
+    exec,
+    sql`UPDATE deployments SET storage_note = ${note}
+         WHERE id = ${id} AND storage_note IS DISTINCT FROM ${note} RETURNING id`,
+  );
+  return done.length === 1;
 }
 
 // ── idempotency keys of POST /v2/deployments ─────────────────────────────────────────────────
@@ -300,4 +325,5 @@ export async function saveKeyResponse(
 export const deploymentEnvelopes = (exec: Executor): EnvelopeColumn[] => [
   envelopeColumn(exec, deployments, deployments.pendingSecretsEnc),
   envelopeColumn(exec, deployments, deployments.databasePasswordEnc),
+  envelopeColumn(exec, deployments, deployments.redisPasswordEnc),
 ];

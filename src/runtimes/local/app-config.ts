@@ -4,7 +4,15 @@ import { BuildError } from "../interface.ts";
 
 /** What `activate` needs, resolved once by `build` and stored beside it (so a restart needs no rebuild). */
 export type BuildRecord =
-  | { version: 1; kind: "process"; start: string; healthcheck: string; env: Record<string, string> }
+  | {
+      version: 1;
+      kind: "process";
+      start: string;
+      healthcheck: string;
+      env: Record<string, string>;
+      /** The app config asks for its own Redis (`"redis": true`). */
+      redis?: boolean;
+    }
   | {
       version: 1;
       kind: "image";
@@ -88,7 +96,7 @@ export async function resolveAppConfig(
   appDir: string,
   configPath: string | undefined,
   log: (line: string) => void,
-): Promise<{ start: string; healthcheck: string; env: Record<string, string> }> {
+): Promise<{ start: string; healthcheck: string; env: Record<string, string>; redis: boolean }> {
   const file = configPath ? await readConfigFile(appDir, configPath, log) : {};
   const where = configPath ? `app config "${configPath}"` : "app config";
 
@@ -121,7 +129,10 @@ export async function resolveAppConfig(
       env[name] = value;
     }
   }
-  return { start, healthcheck, env };
+  if (file.redis !== undefined && typeof file.redis !== "boolean") {
+    fail(log, `${where}: "redis" must be true or false`);
+  }
+  return { start, healthcheck, env, redis: file.redis === true };
 }
 
 export async function writeBuildRecord(path: string, record: BuildRecord): Promise<void> {
@@ -148,6 +159,7 @@ export async function readBuildRecord(path: string): Promise<BuildRecord | undef
       start: parsed.start,
       healthcheck: parsed.healthcheck,
       env: strings,
+      redis: parsed.redis === true,
     };
   }
   if (parsed.kind === "image" && typeof parsed.image === "string") {

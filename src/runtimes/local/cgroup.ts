@@ -84,19 +84,27 @@ async function writable(file: string): Promise<boolean> {
   }
 }
 
-/** Whether a child made under `parent` gets a working memory limit file: made, written, removed. */
-async function probe(parent: string, version: 1 | 2): Promise<boolean> {
-  const dir = join(parent, `slipway-probe-${process.pid}`);
+/** The controllers Slipway limits with, and the file a probe writes to check a child is usable. */
+export type Controller = "memory" | "cpu";
+const PROBE_FILE: Record<Controller, Record<1 | 2, [file: string, value: string]>> = {
+  memory: {
+    1: ["memory.limit_in_bytes", String(64 * 1024 * 1024)],
+    2: ["memory.max", String(64 * 1024 * 1024)],
+  },
+  cpu: { 1: ["cpu.cfs_quota_us", "50000"], 2: ["cpu.max", "50000 100000"] },
+};
+
+/** Whether a child made under `parent` gets a working limit file of `controller`: made, written, removed. */
+async function probe(parent: string, version: 1 | 2, controller: Controller): Promise<boolean> {
+  const dir = join(parent, `slipway-probe-${controller}-${process.pid}`);
   try {
     await mkdir(dir);
   } catch {
     return false;
   }
   try {
-    await writeFile(
-      join(dir, version === 1 ? "memory.limit_in_bytes" : "memory.max"),
-      String(64 * 1024 * 1024),
-    );
+    const [file, value] = PROBE_FILE[controller][version];
+    await writeFile(join(dir, file), value);
     return true;
   } catch {
     return false;
@@ -105,7 +113,7 @@ async function probe(parent: string, version: 1 | 2): Promise<boolean> {
   }
 }
 
-async function detect(): Promise<CgroupSupport | undefined> {
+async function detect(controller: Controller): Promise<CgroupSupport | undefined> {
   let own: string;
   let info: string;
   try {
@@ -119,12 +127,12 @@ async function detect(): Promise<CgroupSupport | undefined> {
     .split("\n")
     .map((l) => l.split(":"))
     .filter((p) => p.length >= 3);
-  // v1 first: on a hybrid host the v2 hierarchy usually has no memory controller.
-  const v1 = lines.find((p) => (p[1] ?? "").split(",").includes("memory"));
-  const v1Mount = all.find((m) => m.fstype === "cgroup" && m.superOptions.includes("memory"));
+  // v1 first: on a hybrid host the v2 hierarchy usually has neither controller.
+  const v1 = lines.find((p) => (p[1] ?? "").split(",").includes(controller));
+  const v1Mount = all.find((m) => m.fstype === "cgroup" && m.superOptions.includes(controller));
   if (v1 !== undefined && v1Mount !== undefined) {
     const parent = onDisk(v1Mount, p3(v1));
-    if (parent !== undefined && (await probe(parent, 1))) return { version: 1, parent };
+    if (parent !== undefined && (await probe(parent, 1, controller))) return { version: 1, parent };
   }
   const v2 = lines.find((p) => p[0] === "0" && p[1] === "");
   for (const m of all.filter((x) => x.fstype === "cgroup2")) {
@@ -132,17 +140,17 @@ async function detect(): Promise<CgroupSupport | undefined> {
     const parent = onDisk(m, p3(v2));
     if (parent === undefined) continue;
     const controllers = await readFile(join(parent, "cgroup.controllers"), "utf8").catch(() => "");
-    if (!controllers.split(/\s+/).includes("memory")) continue;
+    if (!controllers.split(/\s+/).includes(controller)) continue;
     const subtree = await readFile(join(parent, "cgroup.subtree_control"), "utf8").catch(() => "");
-    if (!subtree.split(/\s+/).includes("memory")) {
+    if (!subtree.split(/\s+/).includes(controller)) {
       // Refused (EBUSY) when the own cgroup holds processes and is not the root: not delegated.
-      const enabled = await writeFile(join(parent, "cgroup.subtree_control"), "+memory").then(
+      const enabled = await writeFile(join(parent, "cgroup.subtree_control"), `+${controller}`).then(
         () => true,
         () => false,
       );
       if (!enabled) continue;
     }
-    if (await probe(parent, 2)) return { version: 2, parent };
+    if (await probe(parent, 2, controller)) return { version: 2, parent };
   }
   return undefined;
 }
@@ -152,12 +160,21 @@ function p3(parts: string[]): string {
   return parts.slice(2).join(":");
 }
 
-let detected: Promise<CgroupSupport | undefined> | undefined;
+const detected = new Map<Controller, Promise<CgroupSupport | undefined>>();
+
+/** Whether cgroups of `controller` can be made here (looked up once per process). */
+export function controllerSupport(controller: Controller): Promise<CgroupSupport | undefined> {
+  let found = detected.get(controller);
+  if (found === undefined) {
+    found = detect(controller);
+    detected.set(controller, found);
+  }
+  return found;
+}
 
 /** Whether memory cgroups can be made here (looked up once per process). */
 export function cgroupSupport(): Promise<CgroupSupport | undefined> {
-  detected ??= detect();
-  return detected;
+  return controllerSupport("memory");
 }
 
 /**
@@ -201,21 +218,25 @@ export async function createMemoryCgroup(
       const count = /^oom_kill (\d+)$/m.exec(text)?.[1];
       return count === undefined ? undefined : Number(count);
     },
-    remove: async () => {
-      for (let attempt = 0; ; attempt++) {
-        const pids = (await readFile(procsPath, "utf8").catch(() => "")).split("\n").filter(Boolean);
-        for (const pid of pids) await writeFile(join(parent, "cgroup.procs"), pid).catch(() => undefined);
-        try {
-          await rmdir(path);
-          return;
-        } catch (err) {
-          const code = (err as NodeJS.ErrnoException).code;
-          if (code === "ENOENT") return;
-          // A process that just exited can stay listed for a moment.
-          if (code !== "EBUSY" || attempt >= 20) throw err;
-          await sleep(50);
-        }
-      }
-    },
+    remove: () => removeCgroup(path, parent),
   };
+}
+
+/** Moves any process left in the group `path` back to `parent`, then removes the group. */
+export async function removeCgroup(path: string, parent: string): Promise<void> {
+  const procsPath = join(path, "cgroup.procs");
+  for (let attempt = 0; ; attempt++) {
+    const pids = (await readFile(procsPath, "utf8").catch(() => "")).split("\n").filter(Boolean);
+    for (const pid of pids) await writeFile(join(parent, "cgroup.procs"), pid).catch(() => undefined);
+    try {
+      await rmdir(path);
+      return;
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === "ENOENT") return;
+      // A process that just exited can stay listed for a moment.
+      if (code !== "EBUSY" || attempt >= 20) throw err;
+      await sleep(50);
+    }
+  }
 }

@@ -1,11 +1,14 @@
+import { availableParallelism } from "node:os";
 import type { RevisionSpec } from "../interface.ts";
 import type { BuildRecord } from "./app-config.ts";
 import { type Confiner, UNSANDBOXED_WARNING } from "./confine.ts";
 import { containerLaunches } from "./container.ts";
 import type { ContainerNetwork, EngineFinder } from "./containers/engine.ts";
 import { noEngineMessage } from "./containers/revision.ts";
+import { cpuCgroupSupported } from "./cpu-cgroup.ts";
 import type { Layout } from "./layout.ts";
 import type { Launch } from "./replica.ts";
+import { unenforcedWarnings } from "./resource-fields.ts";
 
 /**
  * What an activation starts, decided from the build record and the revision's resource_spec: how
@@ -52,9 +55,24 @@ function scaleOf(requested: unknown, maxScale: number, log: (line: string) => vo
   return scale;
 }
 
+/** `cpu_limit` (else `cpu`) of each process, at most this machine's cores; undefined when unset. */
+function cpusOf(resources: Record<string, unknown>, log: (line: string) => void): number | undefined {
+  const asked = [resources.cpu_limit, resources.cpu].find((v) => typeof v === "number" && v > 0);
+  if (typeof asked !== "number") return undefined;
+  const cores = availableParallelism();
+  if (asked <= cores) return asked;
+  log(
+    `slipway: cpu limit ${asked} is above this machine's ${cores} cores; limiting each process to ${cores}`,
+  );
+  return cores;
+}
+
 export async function planLaunch(p: PlanInput): Promise<LaunchPlan> {
   const { spec, built, log } = p;
   const resources = spec.resourceSpec ?? {};
+  const cpuCgroup = await cpuCgroupSupported();
+  const situation = { image: built.kind === "image", cpuCgroup, appDatabase: "DATABASE_URI" in spec.env };
+  for (const warning of unenforcedWarnings(spec.resourceSpec, situation)) log(warning);
   const scale = scaleOf(resources.min_scale, p.maxScale, log);
   if (built.kind === "image") {
     const engine = await p.containers.usable();
@@ -93,6 +111,8 @@ export async function planLaunch(p: PlanInput): Promise<LaunchPlan> {
     env.NODE_OPTIONS = [env.NODE_OPTIONS, `--max-old-space-size=${heapMb}`].filter(Boolean).join(" ");
     log(`slipway: memory limit ${memoryMb} MB per process (data segment limit; Node heap ${heapMb} MB)`);
   }
+  const cpus = cpuCgroup ? cpusOf(resources, log) : undefined;
+  if (cpus !== undefined) log(`slipway: cpu limit ${cpus} per process (cgroup cpu controller)`);
   log(`slipway: starting ${scale} process${scale === 1 ? "" : "es"}: ${built.start}`);
   return {
     scale,
@@ -102,6 +122,7 @@ export async function planLaunch(p: PlanInput): Promise<LaunchPlan> {
       command: built.start,
       wrap: confined.wrap,
       dataLimitBytes: memoryMb === undefined ? undefined : memoryMb * 1024 * 1024,
+      cpus,
     }),
   };
 }

@@ -15,6 +15,7 @@ function segment(kind: string, id: string): string {
  *   apps/<deploymentId>/processes.json            its live process groups (see orphans.ts)
  *   apps/<deploymentId>/home/                     the deployment's HOME (npm cache in .npm)
  *   apps/<deploymentId>/uid, etc/                 its sandbox uid and /etc/passwd, /etc/group
+ *   apps/<deploymentId>/redis/                    its own Redis's data (when it has one)
  *   runtime/home                                  HOME of Slipway's own git commands
  *   runtime/uids/<uid>                            which deployment holds a uid (see uids.ts)
  */
@@ -54,6 +55,11 @@ export class Layout {
   /** The deployment's own HOME: builds and apps of one deployment share it, nobody else does. */
   deploymentHome(deploymentId: string): string {
     return join(this.deploymentDir(deploymentId), "home");
+  }
+
+  /** The data of the deployment's own Redis, kept across revisions, removed by teardown. */
+  redisDir(deploymentId: string): string {
+    return join(this.deploymentDir(deploymentId), "redis");
   }
 
   /** The uid the deployment runs as (Slipway as root with a sandbox). */

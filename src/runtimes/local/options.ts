@@ -35,6 +35,8 @@ export interface LocalRuntimeOptions {
   containerNetwork?: ContainerNetwork;
   /** SLIPWAY_SANDBOX: how build commands and app processes are confined (README "Sandbox"). */
   sandbox: SandboxMode;
+  /** SLIPWAY_REDIS_SERVER: the `redis-server` deployments' own Redis runs (default /usr/bin/redis-server). */
+  redisServer?: string;
   /** SLIPWAY_APP_UID_RANGE: deployments' own uids when Slipway runs as root (default 200000-265535). */
   uidRange?: UidRange;
 }

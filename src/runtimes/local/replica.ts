@@ -4,6 +4,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { DeployError } from "../interface.ts";
 import { createMemoryCgroup, type MemoryCgroup } from "./cgroup.ts";
 import { type ContainerLaunch, containerCommand, stopContainer } from "./container.ts";
+import { type CpuCgroup, createCpuCgroup } from "./cpu-cgroup.ts";
 import { abortError } from "./exec.ts";
 import { type HealthResult, waitHealthy } from "./health.ts";
 import { forEachLine } from "./lines.ts";
@@ -17,7 +18,7 @@ import type { Wrap } from "./sandbox.ts";
  * sandbox), or a container image.
  */
 export type Launch =
-  | { kind: "process"; command: string; wrap: Wrap; dataLimitBytes?: number }
+  | { kind: "process"; command: string; wrap: Wrap; dataLimitBytes?: number; cpus?: number }
   | ({ kind: "container" } & ContainerLaunch);
 
 export interface ReplicaOptions {
@@ -53,6 +54,8 @@ export class Replica {
   private closed: Promise<void> = Promise.resolve();
   /** The replica's memory cgroup (process launches with a limit, where the kernel lets us). */
   private cgroup: Promise<MemoryCgroup | undefined> | undefined;
+  /** Its cpu cgroup (process launches with `cpus`, where the cpu controller is writable). */
+  private cpuGroup: Promise<CpuCgroup | undefined> | undefined;
   private cleanup: Promise<void> | undefined;
   private startedAt = 0;
   private crashes = 0;
@@ -131,6 +134,9 @@ export class Replica {
     const cgroup = await this.cgroup;
     this.cgroup = undefined;
     await cgroup?.remove().catch(() => undefined);
+    const cpuGroup = await this.cpuGroup;
+    this.cpuGroup = undefined;
+    await cpuGroup?.remove().catch(() => undefined);
   }
 
   private async launch(signal: AbortSignal): Promise<HealthResult> {
@@ -144,6 +150,14 @@ export class Replica {
       );
     }
     const cgroup = await this.cgroup;
+    if (launch.kind === "process" && launch.cpus !== undefined && this.cpuGroup === undefined) {
+      const cpus = launch.cpus;
+      this.cpuGroup = createCpuCgroup(`cpu-${randomBytes(6).toString("hex")}`, cpus, cgroup).catch(
+        () => undefined,
+      );
+    }
+    const cpuProcs = (await this.cpuGroup)?.procsPath;
+    const joins = [cgroup?.procsPath, cpuProcs].filter((p): p is string => p !== undefined);
     const port = await takePort();
     // Stopped while a port was found: spawning now would leave a process nobody ends.
     if (this.stopped || signal.aborted) {
@@ -151,7 +165,7 @@ export class Replica {
       return { ok: false, reason: "was stopped" };
     }
     this.port = port;
-    this.spawnChild(cgroup);
+    this.spawnChild(joins);
     return waitHealthy({
       port: this.port,
       path: this.o.healthPath,
@@ -161,7 +175,8 @@ export class Replica {
     });
   }
 
-  private spawnChild(cgroup: MemoryCgroup | undefined): void {
+  /** Starts the process; a process launch joins the cgroups whose `cgroup.procs` are in `joins`. */
+  private spawnChild(joins: string[]): void {
     const { launch } = this.o;
     let file: string;
     let args: string[];
@@ -182,10 +197,11 @@ export class Replica {
               launch.command,
             ];
       ({ file, args, cwd } = launch.wrap(argv));
-      if (cgroup !== undefined) {
-        // Joined by a host-side shell that then becomes the sandbox: the limit binds from the first
+      if (joins.length > 0) {
+        // Joined by a host-side shell that then becomes the sandbox: the limits bind from the first
         // instruction, and the recorded pid stays the group leader's.
-        args = ["-c", 'echo $$ > "$1" && shift && exec "$@"', "sh", cgroup.procsPath, file, ...args];
+        const join = joins.map((_, i) => `echo $$ > "$${i + 1}"`).join(" && ");
+        args = ["-c", `${join} && shift ${joins.length} && exec "$@"`, "sh", ...joins, file, ...args];
         file = "sh";
       }
     } else {

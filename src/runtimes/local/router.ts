@@ -12,6 +12,7 @@ import { connect, type Socket } from "node:net";
 import type { Duplex } from "node:stream";
 import type { RevisionGroup } from "./group.ts";
 import type { Replica } from "./replica.ts";
+import { Traffic } from "./traffic.ts";
 
 /** Headers that describe one connection, not the message; a proxy must not pass them on. */
 const HOP_BY_HOP = new Set([
@@ -86,6 +87,10 @@ function hasBody(req: IncomingMessage): boolean {
  */
 export class AppsRouter {
   private readonly routes = new Map<string, RevisionGroup>();
+  /** Which deployment each routed name serves, for the traffic counts. */
+  private readonly owners = new Map<string, string>();
+  /** Last request and in-flight count per deployment (traffic.ts). */
+  readonly traffic = new Traffic();
   private readonly agent = new Agent({ keepAlive: true, maxFreeSockets: 256 });
   private readonly server: Server;
   private readonly tunnels = new Set<Duplex>();
@@ -96,14 +101,18 @@ export class AppsRouter {
     this.server.on("upgrade", (req, socket, head) => this.tunnel(req, socket, head));
   }
 
-  /** Points `name` at a revision's processes, from the next request on. */
-  set(name: string, group: RevisionGroup): void {
+  /** Points `name` at a revision's processes of deployment `deploymentId`, from the next request on. */
+  set(name: string, group: RevisionGroup, deploymentId: string): void {
     this.routes.set(name, group);
+    this.owners.set(name, deploymentId);
   }
 
   /** Stops routing `name` (only if it still points at `group`, when given). */
   delete(name: string, group?: RevisionGroup): void {
-    if (group === undefined || this.routes.get(name) === group) this.routes.delete(name);
+    if (group === undefined || this.routes.get(name) === group) {
+      this.routes.delete(name);
+      this.owners.delete(name);
+    }
   }
 
   listen(port: number, host: string): Promise<number> {
@@ -138,27 +147,45 @@ export class AppsRouter {
     return name !== "" && !name.includes(".") ? name : undefined;
   }
 
-  /** The replica for a request, already holding it; or the status and sentence to answer with. */
-  private route(req: IncomingMessage): Replica | { status: number; detail: string } {
+  /**
+   * The replica for a request, already holding it, and `done` to call when the request ends; or
+   * the status and sentence to answer with. Either way a request for a deployment is counted.
+   */
+  private route(
+    req: IncomingMessage,
+  ): { replica: Replica; done: () => void } | { status: number; detail: string } {
     const name = this.nameOf(req.headers.host);
     const group = name === undefined ? undefined : this.routes.get(name);
     if (name === undefined || group === undefined) {
       return { status: 404, detail: `No app is served at ${req.headers.host ?? "this host"}.` };
     }
+    const owner = this.owners.get(name);
+    const end = owner === undefined ? () => {} : this.traffic.begin(owner);
     const replica = group.pick();
-    if (replica === undefined) return { status: 502, detail: `The app "${name}" has no running process.` };
+    if (replica === undefined) {
+      end();
+      return { status: 502, detail: `The app "${name}" has no running process.` };
+    }
     replica.acquire();
-    return replica;
+    let released = false;
+    const done = () => {
+      if (released) return;
+      released = true;
+      replica.release();
+      end();
+    };
+    return { replica, done };
   }
 
   private handle(req: IncomingMessage, res: ServerResponse): void {
-    const target = this.route(req);
-    if (!("port" in target)) {
+    const routed = this.route(req);
+    if ("status" in routed) {
       req.resume();
-      sendJson(res, target.status, target.detail);
+      sendJson(res, routed.status, routed.detail);
       return;
     }
-    res.once("close", () => target.release());
+    const target = routed.replica;
+    res.once("close", routed.done);
     const withBody = hasBody(req);
     const headers = forwardedHeaders(req);
     const send = (fresh: boolean) => {
@@ -195,24 +222,21 @@ export class AppsRouter {
 
   /** WebSocket and other upgrades: replay the request head to the app, then splice the sockets. */
   private tunnel(req: IncomingMessage, socket: Duplex, head: Buffer): void {
-    const target = this.route(req);
-    if (!("port" in target)) {
-      const body = JSON.stringify({ detail: target.detail });
-      const reason = target.status === 404 ? "Not Found" : "Bad Gateway";
+    const routed = this.route(req);
+    if ("status" in routed) {
+      const body = JSON.stringify({ detail: routed.detail });
+      const reason = routed.status === 404 ? "Not Found" : "Bad Gateway";
       socket.end(
-        `HTTP/1.1 ${target.status} ${reason}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+        `HTTP/1.1 ${routed.status} ${reason}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
       );
       return;
     }
+    const target = routed.replica;
     this.tunnels.add(socket);
     const upstream: Socket = connect(target.port, "127.0.0.1");
     this.tunnels.add(upstream);
-    let released = false;
     const done = () => {
-      if (!released) {
-        released = true;
-        target.release();
-      }
+      routed.done();
       this.tunnels.delete(socket);
       this.tunnels.delete(upstream);
       socket.destroy();

@@ -8,6 +8,7 @@ import {
   type Runtime,
 } from "../interface.ts";
 import { type BuildRecord, readBuildRecord } from "./app-config.ts";
+import { ensureCache } from "./cache.ts";
 import { Confiner } from "./confine.ts";
 import { removeDeploymentContainers } from "./container.ts";
 import { EngineFinder } from "./containers/engine.ts";
@@ -168,6 +169,24 @@ export class LocalRuntime implements Runtime {
     });
 
     await mkdir(this.layout.deploymentDir(spec.deploymentId), { recursive: true });
+    // Before the app's processes, which may connect at start.
+    const cache = await ensureCache({
+      spec,
+      built,
+      layout: this.layout,
+      confiner: this.confiner,
+      network: this.o.containerNetwork ?? "bridge",
+      binary: this.o.redisServer ?? "/usr/bin/redis-server",
+      current: state.cache,
+      record: state.record,
+      stopGraceMs: this.stopGraceMs,
+      startTimeoutMs: this.o.healthTimeoutMs,
+      log,
+    }).catch((err: unknown) => (err instanceof DeployError ? fail(err.message) : Promise.reject(err)));
+    if (cache !== undefined) {
+      state.cache = cache;
+      env.REDIS_URI = cache.uri;
+    }
     const replicas: Replica[] = [];
     for (let i = 1; i <= scale; i++) {
       replicas.push(
@@ -209,6 +228,11 @@ export class LocalRuntime implements Runtime {
     // No pids: tenants see their own (sandboxed) numbering, never the host's.
     log(`slipway: revision ${spec.revisionId} is serving at ${url}`);
     if (previous !== undefined && previous !== group) await state.drain(previous, this.drainTimeoutMs, log);
+    if (cache === undefined && state.cache !== undefined) {
+      await state.cache.stop();
+      state.cache = undefined;
+      log("slipway: this revision asks for no Redis; the deployment's Redis was stopped (its data is kept)");
+    }
     return this.activation(url, spec);
   }
 
@@ -231,6 +255,7 @@ export class LocalRuntime implements Runtime {
     const engine = await this.containers.usable();
     if (engine !== undefined) await removeDeploymentContainers(engine, this.containers.owner, deploymentId);
     await this.confiner.release(deploymentId);
+    this.router.traffic.forget(deploymentId);
     await rm(dir, { recursive: true, force: true });
   }
 
@@ -250,10 +275,20 @@ export class LocalRuntime implements Runtime {
     return active.serving ? "running" : "unknown";
   }
 
+  lastRequestAt(deploymentId: string): number | undefined {
+    return this.router.traffic.of(deploymentId).lastRequestAt;
+  }
+
+  /** REDIS_URI of the deployment's own Redis while one runs here. */
+  redisUri(deploymentId: string): string | undefined {
+    const cache = this.deployments.get(deploymentId)?.cache;
+    return cache?.running ? cache.uri : undefined;
+  }
+
   async close(): Promise<void> {
     this.closed = true;
     const slots = [...this.deployments.values()];
-    await Promise.all(slots.flatMap((s) => [s.stopPending(), s.active?.stop()]));
+    await Promise.all(slots.flatMap((s) => [s.stopPending(), s.active?.stop(), s.cache?.stop()]));
     // Activations in progress see `closed` and stop what they started; wait for them to settle.
     await Promise.all(slots.map((s) => s.settled()));
     this.deployments.clear();

@@ -1,5 +1,6 @@
 import type { RevisionGroup } from "./group.ts";
 import type { ProcessRecord } from "./orphans.ts";
+import type { RedisServer } from "./redis.ts";
 import type { AppsRouter } from "./router.ts";
 
 /**
@@ -12,6 +13,8 @@ export class DeploymentSlot {
   readonly starting = new Set<RevisionGroup>();
   /** Replaced revisions still finishing their in-flight requests. */
   readonly retiring = new Set<RevisionGroup>();
+  /** The deployment's own Redis, kept across revisions (cache.ts). */
+  cache: RedisServer | undefined;
   /** Whether what a killed Slipway left for this deployment was ended (once per runtime). */
   reaped = false;
   private queue: Promise<unknown> = Promise.resolve();
@@ -41,7 +44,7 @@ export class DeploymentSlot {
     if (this.name === name) return;
     if (this.active !== undefined) {
       this.router.delete(this.name, this.active);
-      this.router.set(name, this.active);
+      this.router.set(name, this.active, this.id);
     }
     this.name = name;
   }
@@ -50,7 +53,7 @@ export class DeploymentSlot {
   switchTo(group: RevisionGroup): RevisionGroup | undefined {
     const previous = this.active;
     this.active = group;
-    this.router.set(this.name, group);
+    this.router.set(this.name, group, this.id);
     group.supervise();
     return previous;
   }
@@ -74,7 +77,7 @@ export class DeploymentSlot {
     await Promise.all(pending.map((g) => g.stop()));
   }
 
-  /** Unroutes the name and stops the active group. */
+  /** Unroutes the name and stops the active group, then the deployment's Redis. */
   async stopActive(): Promise<void> {
     const active = this.active;
     this.active = undefined;
@@ -82,5 +85,8 @@ export class DeploymentSlot {
       this.router.delete(this.name, active);
       await active.stop();
     }
+    const cache = this.cache;
+    this.cache = undefined;
+    await cache?.stop();
   }
 }

@@ -1,0 +1,104 @@
+import assert from "node:assert/strict";
+import { it } from "node:test";
+import { sql } from "drizzle-orm";
+import pg from "pg";
+import { rows } from "../../src/db/client.ts";
+import { AppDatabases, appDatabaseName } from "../../src/reconciler/app-database.ts";
+import { TEST_DATABASE_URL } from "../helpers/databases.ts";
+import { forEachDatabase, type TestContext } from "../helpers/harness.ts";
+import { insertDeployment, logLines, makeReconciler, queueRevision, until } from "../helpers/reconciler.ts";
+import { ScriptedRuntime } from "../helpers/scripted-runtime.ts";
+import { waitForRevision } from "../helpers/wait.ts";
+
+async function adminQuery<T>(text: string, params: unknown[] = []): Promise<T[]> {
+  const c = new pg.Client({ connectionString: TEST_DATABASE_URL });
+  await c.connect();
+  try {
+    return (await c.query(text, params)).rows as T[];
+  } finally {
+    await c.end();
+  }
+}
+
+/** A revision queued with `resourceSpec` (set before any reconciler can claim it). */
+async function queueWithSpec(ctx: TestContext, dep: string, resourceSpec: Record<string, unknown> | null) {
+  const rev = await queueRevision(ctx, dep);
+  await ctx.db.orm.execute(
+    sql`UPDATE revisions SET resource_spec = ${resourceSpec === null ? null : JSON.stringify(resourceSpec)}::jsonb WHERE id = ${rev}`,
+  );
+  return rev;
+}
+
+const connLimit = async (name: string) =>
+  (await adminQuery<{ l: number }>("SELECT rolconnlimit AS l FROM pg_roles WHERE rolname = $1", [name]))[0]
+    ?.l;
+
+forEachDatabase(
+  "per-deployment database limits",
+  (suite) => {
+    it("db_max_connections is the role's CONNECTION LIMIT: the connection past it is refused, and a new revision changes it", async () => {
+      const ctx = suite.ctx;
+      const runtime = new ScriptedRuntime();
+      const dep = await insertDeployment(ctx);
+      const name = appDatabaseName(dep);
+      const rev = await queueWithSpec(ctx, dep, { db_max_connections: 2 });
+      const r = makeReconciler(ctx, runtime);
+      await r.start();
+      const open: pg.Client[] = [];
+      try {
+        assert.equal(await waitForRevision(ctx.db, rev), "DEPLOYED");
+        assert.equal(await connLimit(name), 2);
+        const uri = runtime.specs.get(rev)?.env.DATABASE_URI ?? "";
+        for (let i = 0; i < 2; i++) {
+          const c = new pg.Client({ connectionString: uri });
+          c.on("error", () => {});
+          await c.connect();
+          open.push(c);
+        }
+        const third = new pg.Client({ connectionString: uri });
+        third.on("error", () => {});
+        await assert.rejects(third.connect(), /too many connections for role/);
+
+        const rev2 = await queueWithSpec(ctx, dep, { db_max_connections: 3 });
+        assert.equal(await waitForRevision(ctx.db, rev2), "DEPLOYED");
+        assert.equal(await connLimit(name), 3);
+        const rev3 = await queueWithSpec(ctx, dep, null);
+        assert.equal(await waitForRevision(ctx.db, rev3), "DEPLOYED");
+        assert.equal(await connLimit(name), -1, "no db_max_connections: no limit");
+      } finally {
+        await Promise.all(open.map((c) => c.end().catch(() => {})));
+        await r.stop();
+        await new AppDatabases(TEST_DATABASE_URL, ctx.keyring).drop(dep);
+      }
+    });
+
+    it("db_storage_gi: a database over it is reported once in the deploy log and noted on the deployment", async () => {
+      const ctx = suite.ctx;
+      const runtime = new ScriptedRuntime();
+      const dep = await insertDeployment(ctx);
+      // 0 GiB: any database, even an empty one, is over it.
+      const rev = await queueWithSpec(ctx, dep, { db_storage_gi: 0 });
+      const r = makeReconciler(ctx, runtime);
+      await r.start();
+      try {
+        assert.equal(await waitForRevision(ctx.db, rev), "DEPLOYED");
+        await until("the storage warning", async () =>
+          (await logLines(ctx, rev, "deploy")).some((l) => l.includes("over its db_storage_gi of 0 GiB")),
+        );
+        const [row] = await rows<{ note: string | null }>(
+          ctx.db.orm,
+          sql`SELECT storage_note AS note FROM deployments WHERE id = ${dep}`,
+        );
+        assert.match(row?.note ?? "", /^its database uses \d+\.\d{3} GiB, over its db_storage_gi of 0 GiB$/);
+        // Polls go on; the crossing is reported once.
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        const warnings = (await logLines(ctx, rev, "deploy")).filter((l) => l.includes("db_storage_gi"));
+        assert.equal(warnings.length, 1);
+      } finally {
+        await r.stop();
+        await new AppDatabases(TEST_DATABASE_URL, ctx.keyring).drop(dep);
+      }
+    });
+  },
+  { env: { SLIPWAY_APPS_DATABASE_URL: TEST_DATABASE_URL } },
+);

@@ -1,0 +1,66 @@
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { describe, it } from "node:test";
+import { ResourceSpec } from "../../../src/resources/deployments/schema.ts";
+import {
+  enforcedHere,
+  RESOURCE_FIELDS,
+  type Situation,
+  unenforcedWarnings,
+} from "../../../src/runtimes/local/resource-fields.ts";
+
+const here: Situation = { image: false, cpuCgroup: false, appDatabase: false };
+
+describe("local runtime: what each resource_spec field does here", () => {
+  it("every field of the API's ResourceSpec has a rule, and no rule names a field the API does not have", () => {
+    const api = Object.keys(ResourceSpec.properties).sort();
+    assert.deepEqual(Object.keys(RESOURCE_FIELDS).sort(), api);
+  });
+
+  it("the README's table names every field, once", () => {
+    const readme = readFileSync(join(import.meta.dirname, "../../../README.md"), "utf8");
+    const start = readme.indexOf("## Resources on one machine");
+    const table = readme.slice(start, readme.indexOf("\n\n", readme.indexOf("| field |", start)));
+    for (const field of Object.keys(RESOURCE_FIELDS)) {
+      const rows = table.split("\n").filter((row) => row.split("|")[1]?.includes(`\`${field}\``));
+      assert.equal(rows.length, 1, `README row for ${field}`);
+    }
+  });
+
+  it("a set field that is not enforced here gets one warning naming it and why; enforced and default fields none", () => {
+    const warnings = unenforcedWarnings(
+      {
+        min_scale: 2,
+        memory_mb: 256,
+        memory_limit_mb: 512,
+        queue_min_scale: 1,
+        labels: { a: "b" },
+        sidecars: [],
+      },
+      here,
+    );
+    assert.deepEqual(warnings, [
+      "slipway: warning: resource_spec.queue_min_scale is not enforced locally: this runtime runs API processes only; queue workers are not started",
+      "slipway: warning: resource_spec.labels is not enforced locally: a Kubernetes setting; the local runtime runs no pods",
+    ]);
+    assert.deepEqual(unenforcedWarnings(null, here), []);
+    assert.deepEqual(unenforcedWarnings({ queue_min_scale: null }, here), []);
+  });
+
+  it("cpu_limit is enforced for images and where the cpu controller is writable; db fields only with an app database", () => {
+    assert.equal(enforcedHere("cpu_limit", here), false);
+    assert.equal(enforcedHere("cpu_limit", { ...here, image: true }), true);
+    assert.equal(enforcedHere("cpu_limit", { ...here, cpuCgroup: true }), true);
+    assert.equal(enforcedHere("redis_cpu_limit", { ...here, image: true }), false);
+    assert.equal(enforcedHere("db_max_connections", here), false);
+    assert.equal(enforcedHere("db_max_connections", { ...here, appDatabase: true }), true);
+    assert.equal(enforcedHere("db_storage_gi", { ...here, appDatabase: true }), true);
+    assert.equal(enforcedHere("db_cpu", { ...here, appDatabase: true }), false);
+    assert.equal(enforcedHere("no_such_field", here), false);
+    assert.match(
+      unenforcedWarnings({ db_max_connections: 5 }, here)[0] ?? "",
+      /db_max_connections is not enforced locally: this machine gives apps no database/,
+    );
+  });
+});
