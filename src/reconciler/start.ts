@@ -22,6 +22,13 @@ export async function startReconciler(deps: AppDeps, logger: ReconcilerLogger): 
     appsDomain: config.apps.domain,
     appsHost: config.host,
     healthTimeoutMs: config.apps.healthTimeoutMs,
+    healthTimeoutMaxMs: config.apps.healthTimeoutMaxMs,
+    scaling: {
+      targetConcurrency: config.scaling.targetConcurrency,
+      windowMs: config.scaling.windowMs,
+      cooldownMs: config.scaling.cooldownMs,
+      idleScaleDownMs: config.scaling.idleScaleDownMs,
+    },
     containerEngine: config.containers.engine,
     containerNetwork: config.containers.network,
     logger,

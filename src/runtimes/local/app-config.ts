@@ -4,7 +4,17 @@ import { BuildError } from "../interface.ts";
 
 /** What `activate` needs, resolved once by `build` and stored beside it (so a restart needs no rebuild). */
 export type BuildRecord =
-  | { version: 1; kind: "process"; start: string; healthcheck: string; env: Record<string, string> }
+  | {
+      version: 1;
+      kind: "process";
+      start: string;
+      /** The queue workers' command (app config `worker`); none: the app has no queue workers. */
+      worker?: string;
+      healthcheck: string;
+      /** App config `healthcheck_timeout_s`; the server's maximum bounds it at activation. */
+      healthTimeoutS?: number;
+      env: Record<string, string>;
+    }
   | {
       version: 1;
       kind: "image";
@@ -80,15 +90,23 @@ async function readConfigFile(
   return parsed;
 }
 
+export interface AppConfig {
+  start: string;
+  worker?: string;
+  healthcheck: string;
+  healthTimeoutS?: number;
+  env: Record<string, string>;
+}
+
 /**
- * The app config: `{"start", "healthcheck", "env"}` from `configPath` (when given) with defaults
+ * The app config: `{"start", "worker", "healthcheck", "healthcheck_timeout_s", "env"}` from `configPath` (when given) with defaults
  * from package.json. Anything missing or malformed is a BuildError after a log line saying why.
  */
 export async function resolveAppConfig(
   appDir: string,
   configPath: string | undefined,
   log: (line: string) => void,
-): Promise<{ start: string; healthcheck: string; env: Record<string, string> }> {
+): Promise<AppConfig> {
   const file = configPath ? await readConfigFile(appDir, configPath, log) : {};
   const where = configPath ? `app config "${configPath}"` : "app config";
 
@@ -102,6 +120,23 @@ export async function resolveAppConfig(
     start = "npm start";
   } else {
     fail(log, `${where} has no "start" command and package.json has no "start" script`);
+  }
+
+  let worker: string | undefined;
+  if (file.worker !== undefined) {
+    if (typeof file.worker !== "string" || file.worker.trim() === "") {
+      fail(log, `${where}: "worker" must be a non-empty string (the queue workers' command)`);
+    }
+    worker = file.worker;
+  }
+
+  let healthTimeoutS: number | undefined;
+  if (file.healthcheck_timeout_s !== undefined) {
+    const t = file.healthcheck_timeout_s;
+    if (typeof t !== "number" || !Number.isInteger(t) || t < 1) {
+      fail(log, `${where}: "healthcheck_timeout_s" must be a whole number of seconds, at least 1`);
+    }
+    healthTimeoutS = t;
   }
 
   let healthcheck = "/";
@@ -121,7 +156,13 @@ export async function resolveAppConfig(
       env[name] = value;
     }
   }
-  return { start, healthcheck, env };
+  return {
+    start,
+    ...(worker === undefined ? {} : { worker }),
+    healthcheck,
+    ...(healthTimeoutS === undefined ? {} : { healthTimeoutS }),
+    env,
+  };
 }
 
 export async function writeBuildRecord(path: string, record: BuildRecord): Promise<void> {
@@ -146,7 +187,9 @@ export async function readBuildRecord(path: string): Promise<BuildRecord | undef
       version: 1,
       kind: "process",
       start: parsed.start,
+      ...(typeof parsed.worker === "string" ? { worker: parsed.worker } : {}),
       healthcheck: parsed.healthcheck,
+      ...(typeof parsed.healthTimeoutS === "number" ? { healthTimeoutS: parsed.healthTimeoutS } : {}),
       env: strings,
     };
   }

@@ -26,13 +26,30 @@ const HOP_BY_HOP = new Set([
   "expect",
 ]);
 
-function sendJson(res: ServerResponse, status: number, detail: string): void {
+/** Why a request is not proxied: the status and sentence to answer with. */
+interface Refusal {
+  status: number;
+  detail: string;
+  /** Seconds, for 503 after a failed cold start. */
+  retryAfter?: number;
+}
+
+/** What a client is told to wait before retrying after a cold start failed. */
+const COLD_START_RETRY_AFTER_S = 5;
+
+const REASONS: Record<number, string> = { 404: "Not Found", 502: "Bad Gateway", 503: "Service Unavailable" };
+
+function sendJson(res: ServerResponse, refusal: Refusal): void {
   if (res.headersSent) {
     res.destroy();
     return;
   }
-  const body = JSON.stringify({ detail });
-  res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(body) });
+  const body = JSON.stringify({ detail: refusal.detail });
+  res.writeHead(refusal.status, {
+    "content-type": "application/json",
+    "content-length": Buffer.byteLength(body),
+    ...(refusal.retryAfter === undefined ? {} : { "retry-after": String(refusal.retryAfter) }),
+  });
   res.end(body);
 }
 
@@ -82,7 +99,9 @@ function hasBody(req: IncomingMessage): boolean {
  * The apps listener: routes `Host: <name>.<domain>` to the healthy processes of the deployment's
  * active revision, round-robin, as a streaming reverse proxy. A request picks its process when it
  * starts and holds it (in-flight count) until its response is done, which is what lets a switch of
- * revisions drain the old processes without failing anything.
+ * revisions drain the old processes without failing anything. Every request counts in its
+ * deployment's Traffic (traffic.ts) from routing to the end of its response, which the autoscaler
+ * reads; a request to a deployment scaled to zero is held while one process starts (a cold start).
  */
 export class AppsRouter {
   private readonly routes = new Map<string, RevisionGroup>();
@@ -138,26 +157,64 @@ export class AppsRouter {
     return name !== "" && !name.includes(".") ? name : undefined;
   }
 
-  /** The replica for a request, already holding it; or the status and sentence to answer with. */
-  private route(req: IncomingMessage): Replica | { status: number; detail: string } {
+  /**
+   * The deployment a request addresses, its traffic already counting the request until `done`;
+   * or the 404 to answer with.
+   */
+  private admit(
+    req: IncomingMessage,
+    done: (end: () => void) => void,
+  ): { name: string; group: RevisionGroup } | Refusal {
     const name = this.nameOf(req.headers.host);
     const group = name === undefined ? undefined : this.routes.get(name);
     if (name === undefined || group === undefined) {
       return { status: 404, detail: `No app is served at ${req.headers.host ?? "this host"}.` };
     }
-    const replica = group.pick();
+    group.traffic.begin();
+    done(() => group.traffic.end());
+    return { name, group };
+  }
+
+  /** The replica for a request, already holding it (after a cold start if need be); or the refusal. */
+  private async route(name: string, group: RevisionGroup): Promise<Replica | Refusal> {
+    let replica = group.pick();
+    if (replica === undefined && group.scaledToZero) {
+      replica = (await group.wake()) ? group.pick() : undefined;
+      if (replica === undefined) {
+        return {
+          status: 503,
+          detail: `The app "${name}" could not be started in time; try again shortly.`,
+          retryAfter: COLD_START_RETRY_AFTER_S,
+        };
+      }
+    }
     if (replica === undefined) return { status: 502, detail: `The app "${name}" has no running process.` };
     replica.acquire();
     return replica;
   }
 
   private handle(req: IncomingMessage, res: ServerResponse): void {
-    const target = this.route(req);
-    if (!("port" in target)) {
+    const admitted = this.admit(req, (end) => res.once("close", end));
+    if (!("group" in admitted)) {
       req.resume();
-      sendJson(res, target.status, target.detail);
+      sendJson(res, admitted);
       return;
     }
+    void this.route(admitted.name, admitted.group).then((target) => {
+      if (!("port" in target)) {
+        req.resume();
+        sendJson(res, target);
+        return;
+      }
+      if (res.destroyed) {
+        target.release();
+        return;
+      }
+      this.proxy(req, res, target);
+    });
+  }
+
+  private proxy(req: IncomingMessage, res: ServerResponse, target: Replica): void {
     res.once("close", () => target.release());
     const withBody = hasBody(req);
     const headers = forwardedHeaders(req);
@@ -181,7 +238,7 @@ export class AppsRouter {
           send(true);
           return;
         }
-        sendJson(res, 502, `The app did not answer: ${err.message}.`);
+        sendJson(res, { status: 502, detail: `The app did not answer: ${err.message}.` });
       });
       res.once("close", () => {
         if (!res.writableFinished) upstream.destroy();
@@ -195,16 +252,28 @@ export class AppsRouter {
 
   /** WebSocket and other upgrades: replay the request head to the app, then splice the sockets. */
   private tunnel(req: IncomingMessage, socket: Duplex, head: Buffer): void {
-    const target = this.route(req);
-    if (!("port" in target)) {
-      const body = JSON.stringify({ detail: target.detail });
-      const reason = target.status === 404 ? "Not Found" : "Bad Gateway";
+    const refuse = (r: Refusal) => {
+      const body = JSON.stringify({ detail: r.detail });
+      const retry = r.retryAfter === undefined ? "" : `retry-after: ${r.retryAfter}\r\n`;
       socket.end(
-        `HTTP/1.1 ${target.status} ${reason}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+        `HTTP/1.1 ${r.status} ${REASONS[r.status] ?? "Error"}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n${retry}connection: close\r\n\r\n${body}`,
       );
+    };
+    const admitted = this.admit(req, (end) => socket.once("close", end));
+    if (!("group" in admitted)) {
+      refuse(admitted);
       return;
     }
     this.tunnels.add(socket);
+    socket.once("close", () => this.tunnels.delete(socket));
+    void this.route(admitted.name, admitted.group).then((target) => {
+      if (!("port" in target)) refuse(target);
+      else if (socket.destroyed) target.release();
+      else this.splice(req, socket, head, target);
+    });
+  }
+
+  private splice(req: IncomingMessage, socket: Duplex, head: Buffer, target: Replica): void {
     const upstream: Socket = connect(target.port, "127.0.0.1");
     this.tunnels.add(upstream);
     let released = false;

@@ -1,6 +1,8 @@
+import type { ProcessInfo } from "../interface.ts";
 import type { RevisionGroup } from "./group.ts";
 import type { ProcessRecord } from "./orphans.ts";
 import type { AppsRouter } from "./router.ts";
+import { Traffic } from "./traffic.ts";
 
 /**
  * What runs for one deployment on this machine: the active revision group, the groups starting or
@@ -12,6 +14,8 @@ export class DeploymentSlot {
   readonly starting = new Set<RevisionGroup>();
   /** Replaced revisions still finishing their in-flight requests. */
   readonly retiring = new Set<RevisionGroup>();
+  /** Its requests as the router counts them, across revisions (autoscaling, idle periods). */
+  readonly traffic = new Traffic();
   /** Whether what a killed Slipway left for this deployment was ended (once per runtime). */
   reaped = false;
   private queue: Promise<unknown> = Promise.resolve();
@@ -65,6 +69,16 @@ export class DeploymentSlot {
       this.retiring.delete(previous);
     }
     log(`slipway: revision ${previous.revisionId} stopped`);
+  }
+
+  /** Every process of the deployment that runs here: active, starting and draining revisions. */
+  async processes(): Promise<ProcessInfo[]> {
+    const groups = [
+      ...(this.active === undefined ? [] : [{ g: this.active, draining: false }]),
+      ...[...this.starting].map((g) => ({ g, draining: false })),
+      ...[...this.retiring].map((g) => ({ g, draining: true })),
+    ];
+    return (await Promise.all(groups.map(({ g, draining }) => g.processes(draining)))).flat();
   }
 
   /** Stops what is starting or draining now, not after its health or drain timeout. */
