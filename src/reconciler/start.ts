@@ -37,6 +37,7 @@ export async function startReconciler(deps: AppDeps, logger: ReconcilerLogger): 
     uidRange: config.sandbox.uidRange,
   });
   const appsPort = await runtime.start();
+  const detach = deps.processes?.attach(runtime);
   // A port of 0 means "any": the apps URL must name the one actually bound.
   const bound = { ...config, apps: { ...config.apps, port: appsPort } };
   const reconciler = new Reconciler({
@@ -50,6 +51,7 @@ export async function startReconciler(deps: AppDeps, logger: ReconcilerLogger): 
   try {
     await reconciler.start();
   } catch (err) {
+    detach?.();
     await runtime.close();
     throw err;
   }
@@ -61,6 +63,7 @@ export async function startReconciler(deps: AppDeps, logger: ReconcilerLogger): 
     stop: () => {
       stopping ??= (async () => {
         await reconciler.stop();
+        detach?.();
         await runtime.close();
       })();
       return stopping;
