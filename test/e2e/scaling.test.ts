@@ -181,7 +181,9 @@ forEachDatabase(
         `/v2/deployments/${dep.id}/revisions/${exits}`,
       );
       assert.ok(rev.status_message);
-      assert.equal(log.at(-1), `error: ${rev.status_message}`);
+      // The reconciler's last line states the reason, exactly as status_message does.
+      assert.equal(log.at(-1), `Slipway: ${rev.status_message}`);
+      assert.match(rev.status_message, /^DEPLOY_FAILED: process web\.1 exited with code 3/);
       const tail = log.indexOf("slipway: the last 1 lines the app printed:");
       assert.ok(tail >= 0, log.join("\n"));
       assert.equal(log[tail + 1], "| starting and exiting");
@@ -193,7 +195,7 @@ forEachDatabase(
       const last = (await api.logs(dep.id, sick, "deploy")).at(-1) ?? "";
       assert.match(
         last,
-        /^error: process web\.1 did not answer GET \/health with a status below 500 within 1000 ms/,
+        /^Slipway: DEPLOY_FAILED: process web\.1 did not answer GET \/health with a status below 500 within 1000 ms/,
       );
       assert.equal((await appGet(url)).body.version, "1", "the active revision kept serving");
     });
