@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { request } from "node:http";
 import { join } from "node:path";
 import { after, it } from "node:test";
 import { type RunningReconciler, startReconciler } from "../../src/reconciler/start.ts";
@@ -38,6 +39,35 @@ async function processes(ctx: TestContext, id: string): Promise<Proc[]> {
   });
   assert.equal(res.statusCode, 200, res.body);
   return (res.json() as { resources: Proc[] }).resources;
+}
+
+/** GET through the apps listener, keeping the status, Retry-After and raw body. */
+function rawGet(
+  customUrl: string,
+): Promise<{ status: number; retryAfter: string | undefined; body: string }> {
+  const u = new URL(customUrl);
+  return new Promise((resolve, reject) => {
+    const req = request(
+      { host: "127.0.0.1", port: Number(u.port), path: "/", headers: { host: u.host }, agent: false },
+      (res) => {
+        let body = "";
+        res.setEncoding("utf8");
+        res.on("data", (c: string) => {
+          body += c;
+        });
+        res.on("end", () => {
+          const retry = res.headers["retry-after"];
+          resolve({
+            status: res.statusCode ?? 0,
+            retryAfter: typeof retry === "string" ? retry : undefined,
+            body,
+          });
+        });
+      },
+    );
+    req.on("error", reject);
+    req.end();
+  });
 }
 
 async function until(what: string, check: () => Promise<boolean>, timeoutMs = 60_000): Promise<void> {
@@ -168,6 +198,28 @@ forEachDatabase(
       const log = await deployLog();
       assert.ok(log.some((l) => /^slipway: scaling API processes from 1 to 0: no request for \d+ s/.test(l)));
       assert.ok(log.some((l) => l.startsWith("slipway: cold start:")));
+    });
+
+    it("a cold start that fails answers 503 with Retry-After; the next one serves again", async () => {
+      const ctx = suite.ctx;
+      await until("no API process runs", async () => {
+        const ps = await processes(ctx, dep.id);
+        return ps.filter((p) => p.type === "api").length === 0;
+      });
+      // The app exits at start while this flag is in its HOME (stack.ts).
+      const flag = join(ctx.config.dataDir, "apps", dep.id, "home", "crash.flag");
+      writeFileSync(flag, "x");
+      try {
+        const failed = await rawGet(url);
+        assert.equal(failed.status, 503);
+        assert.equal(failed.retryAfter, "5");
+        assert.match(failed.body, /could not be started in time/);
+      } finally {
+        rmSync(flag);
+      }
+      assert.equal((await appGet(url)).status, 200);
+      const log = await deployLog();
+      assert.ok(log.includes("slipway: cold start failed; requests get 503 until the next one succeeds"));
     });
 
     it("a DEPLOY_FAILED log ends with the app's last lines and the reason; healthcheck_timeout_s bounds the wait", async () => {
