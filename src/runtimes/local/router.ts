@@ -1,3 +1,4 @@
+// Over 300 lines: one reverse proxy (HTTP, upgrades, cold-start holds) whose parts share its helpers.
 import {
   Agent,
   createServer,
