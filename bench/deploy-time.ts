@@ -1,12 +1,5 @@
-import { spawn } from "node:child_process";
-import { randomBytes } from "node:crypto";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { patchToDeployed } from "./patch-to-deployed.ts";
-
-const CLI = join(dirname(fileURLToPath(import.meta.url)), "..", "src", "cli", "main.ts");
+import { createHello, median, startServe } from "./serve.ts";
 
 /**
  * Time from a revision-creating PATCH to DEPLOYED for the built-in minimal app, on a real
@@ -16,45 +9,10 @@ export async function deployTimes(
   runs: number,
   env: Record<string, string> = {},
 ): Promise<{ median: number; runs: number[] }> {
-  const dataDir = mkdtempSync(join(tmpdir(), "slipway-bench-deploy-"));
-  const apiKey = `sw_bench_${randomBytes(16).toString("hex")}`;
-  const proc = spawn(process.execPath, ["--import", "tsx", CLI, "serve"], {
-    env: {
-      ...process.env,
-      DATABASE_URL: "memory://",
-      PORT: "0",
-      SLIPWAY_APPS_PORT: "0",
-      SLIPWAY_DATA_DIR: dataDir,
-      SLIPWAY_BOOTSTRAP_API_KEY: apiKey,
-      SLIPWAY_RECONCILER_POLL_MS: "500",
-      SLIPWAY_RATE_LIMIT_PER_MINUTE: "0",
-      LOG_LEVEL: "warn",
-      ...env,
-    },
-    stdio: ["ignore", "pipe", "inherit"],
-  });
+  const s = await startServe(env);
+  const { baseUrl, apiKey } = s;
   try {
-    const baseUrl = await new Promise<string>((resolve, reject) => {
-      let out = "";
-      proc.stdout?.on("data", (c: Buffer) => {
-        out += c.toString("utf8");
-        const m = /Slipway is serving (http:\/\/\S+) on/.exec(out);
-        if (m) resolve(m[1] as string);
-      });
-      proc.once("exit", (code) => reject(new Error(`slipway serve exited with ${code}`)));
-    });
-    const headers = { "x-api-key": apiKey, "content-type": "application/json" };
-    const created = await fetch(`${baseUrl}/v2/deployments`, {
-      method: "POST",
-      headers,
-      body: JSON.stringify({
-        name: "bench-app",
-        source: "internal_template",
-        source_revision_config: { repo_ref: "hello-http", framework_config_path: "slipway.json" },
-      }),
-    });
-    if (created.status !== 201) throw new Error(`create answered ${created.status}: ${await created.text()}`);
-    const deploymentId = ((await created.json()) as { id: string }).id;
+    const deploymentId = await createHello(s, "bench-app");
     // The first deploy includes provisioning; measured runs are the PATCHes after it.
     const first = await patchToDeployed({
       baseUrl,
@@ -75,11 +33,8 @@ export async function deployTimes(
       if (r.status !== "DEPLOYED") throw new Error(`run ${i} ended ${r.status}`);
       times.push(Math.round(r.ms));
     }
-    const sorted = [...times].sort((a, b) => a - b);
-    return { median: sorted[Math.floor(sorted.length / 2)] as number, runs: times };
+    return { median: median(times), runs: times };
   } finally {
-    proc.kill("SIGTERM");
-    await new Promise((r) => proc.once("exit", r));
-    rmSync(dataDir, { recursive: true, force: true });
+    await s.stop();
   }
 }

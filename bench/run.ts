@@ -1,13 +1,15 @@
 import pg from "pg";
 import { hostSystem, probeBwrap } from "../src/runtimes/local/sandbox.ts";
 import { type Child, startChild } from "./children.ts";
+import { coldStarts } from "./cold-start.ts";
 import { deployTimes } from "./deploy-time.ts";
 import { type LoadResult, load } from "./load.ts";
 
 /**
  * `npm run bench`: Slipway against the limit — a bare Fastify route on this machine answering the
  * same bytes from memory — for list (20 a page), get, and a revision-creating PATCH, on PGlite and
- * on PostgreSQL with 10k deployments; then the time from PATCH to DEPLOYED for a minimal app.
+ * on PostgreSQL with 10k deployments; then the time from PATCH to DEPLOYED for a minimal app, and
+ * the cold start of a min_scale 0 app (scaled to zero → first byte).
  */
 const seconds = Number(process.env.BENCH_SECONDS ?? 8);
 const connections = Number(process.env.BENCH_CONNECTIONS ?? 10);
@@ -136,4 +138,12 @@ if (process.env.BENCH_SKIP_DEPLOY !== "1") {
         `median ${times.median} ms (runs: ${times.runs.join(", ")} ms)`,
     );
   }
+}
+
+if (process.env.BENCH_SKIP_COLD_START !== "1") {
+  const cold = await coldStarts(Number(process.env.BENCH_COLD_STARTS ?? 5));
+  console.log(
+    `\nCold start (min_scale 0, scaled to zero → first byte, local runtime, PGlite): ` +
+      `median ${cold.median} ms (runs: ${cold.runs.join(", ")} ms)`,
+  );
 }

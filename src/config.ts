@@ -46,7 +46,11 @@ export interface Config {
     healthTimeoutMs: number;
     /** Absolute path of the `redis-server` a deployment's own Redis runs. */
     redisServer: string;
+    /** Upper bound of an app config's `healthcheck_timeout_s`. */
+    healthTimeoutMaxMs: number;
   };
+  /** API-process autoscaling and scale to zero of the local runtime (README "Scaling"). */
+  scaling: { targetConcurrency: number; windowMs: number; cooldownMs: number; idleScaleDownMs: number };
   containers: {
     engine: "auto" | "podman" | "docker";
     network: "bridge" | "host";
@@ -276,6 +280,13 @@ export function loadConfig(env: Env = process.env): Config {
       databaseUrl: env.SLIPWAY_APPS_DATABASE_URL || undefined,
       healthTimeoutMs: intVar(env, "SLIPWAY_HEALTH_TIMEOUT_MS", 30_000, 100, 600_000),
       redisServer: absolutePathVar(env, "SLIPWAY_REDIS_SERVER", "/usr/bin/redis-server"),
+      healthTimeoutMaxMs: intVar(env, "SLIPWAY_HEALTH_TIMEOUT_MAX_S", 300, 1, 3600) * 1000,
+    },
+    scaling: {
+      targetConcurrency: intVar(env, "SLIPWAY_AUTOSCALE_TARGET_CONCURRENCY", 10, 1, 100_000),
+      windowMs: intVar(env, "SLIPWAY_AUTOSCALE_WINDOW_S", 6, 1, 3600) * 1000,
+      cooldownMs: intVar(env, "SLIPWAY_AUTOSCALE_COOLDOWN_S", 30, 1, 86_400) * 1000,
+      idleScaleDownMs: intVar(env, "SLIPWAY_IDLE_SCALE_DOWN_S", 300, 1, 31_536_000) * 1000,
     },
     containers: {
       engine: choiceVar(env, "SLIPWAY_CONTAINER_ENGINE", ["auto", "podman", "docker"] as const),

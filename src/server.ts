@@ -6,6 +6,7 @@ import { openDatabase } from "./db/client.ts";
 import { migrate } from "./db/migrate.ts";
 import type { App } from "./http/types.ts";
 import { startReconciler } from "./reconciler/start.ts";
+import { ProcessBoard } from "./runtimes/board.ts";
 
 export interface RunningServer {
   app: App;
@@ -30,7 +31,8 @@ export async function startServer(
   await migrate(db);
   const { keyring, source } = loadKeyring(config);
   const boot = await bootstrap(db, config.bootstrapApiKey);
-  const app = await buildApp({ config, db, keyring });
+  const processes = new ProcessBoard();
+  const app = await buildApp({ config, db, keyring, processes });
   if (source === "generated" && config.database.kind === "postgres") {
     app.log.warn("generated a master key in the data dir; set SLIPWAY_MASTER_KEY so every replica shares it");
   }
@@ -40,7 +42,7 @@ export async function startServer(
   const host = config.host.includes(":") ? `[${config.host}]` : config.host;
   const url = `http://${host}:${port}${config.basePath}`;
   const reconciler = config.reconciler.enabled
-    ? await startReconciler({ config, db, keyring }, app.log)
+    ? await startReconciler({ config, db, keyring, processes }, app.log)
     : undefined;
   out(`Slipway is serving ${url} on ${describeDatabase(config)}`);
   if (reconciler) out(`  Apps:      http://<name>.${config.apps.domain}:${reconciler.appsPort}`);

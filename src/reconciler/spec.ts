@@ -27,6 +27,7 @@ export async function specFor(
     installCommand: textField(work.buildConfig, "install_command"),
     buildCommand: textField(work.buildConfig, "build_command"),
     resourceSpec: work.resourceSpec,
+    deploymentType: work.deploymentType,
     env,
     trusted: work.organizationId === (await firstOrganization(w)),
   };

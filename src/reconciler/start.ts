@@ -22,6 +22,13 @@ export async function startReconciler(deps: AppDeps, logger: ReconcilerLogger): 
     appsDomain: config.apps.domain,
     appsHost: config.host,
     healthTimeoutMs: config.apps.healthTimeoutMs,
+    healthTimeoutMaxMs: config.apps.healthTimeoutMaxMs,
+    scaling: {
+      targetConcurrency: config.scaling.targetConcurrency,
+      windowMs: config.scaling.windowMs,
+      cooldownMs: config.scaling.cooldownMs,
+      idleScaleDownMs: config.scaling.idleScaleDownMs,
+    },
     containerEngine: config.containers.engine,
     containerNetwork: config.containers.network,
     logger,
@@ -31,6 +38,7 @@ export async function startReconciler(deps: AppDeps, logger: ReconcilerLogger): 
     redisServer: config.apps.redisServer,
   });
   const appsPort = await runtime.start();
+  const detach = deps.processes?.attach(runtime);
   // A port of 0 means "any": the apps URL must name the one actually bound.
   const bound = { ...config, apps: { ...config.apps, port: appsPort } };
   const reconciler = new Reconciler({
@@ -44,6 +52,7 @@ export async function startReconciler(deps: AppDeps, logger: ReconcilerLogger): 
   try {
     await reconciler.start();
   } catch (err) {
+    detach?.();
     await runtime.close();
     throw err;
   }
@@ -55,6 +64,7 @@ export async function startReconciler(deps: AppDeps, logger: ReconcilerLogger): 
     stop: () => {
       stopping ??= (async () => {
         await reconciler.stop();
+        detach?.();
         await runtime.close();
       })();
       return stopping;

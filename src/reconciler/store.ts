@@ -2,6 +2,7 @@ import { sql } from "drizzle-orm";
 import { LEADER_LOCK } from "../db/channels.ts";
 import { type Database, type Executor, type Reader, rows } from "../db/client.ts";
 import { fromNow, sqlList, uuidList } from "../db/sql.ts";
+import type { DeploymentType } from "../runtimes/interface.ts";
 import { runtimeNameOf } from "./runtimes.ts";
 import { CLAIMABLE, type DeploymentStatus, type RevisionStatus } from "./states.ts";
 import type { RevisionWork } from "./work.ts";
@@ -152,6 +153,7 @@ interface WorkRow {
   build_config: Record<string, unknown>;
   attempts: number;
   deployment_name: string;
+  deployment_type: DeploymentType;
   deployment_status: DeploymentStatus;
   deployment_source_config: Record<string, unknown>;
   organization_id: string;
@@ -163,7 +165,7 @@ export async function loadWork(exec: Reader, revisionId: string): Promise<Revisi
   const [r] = await rows<WorkRow>(
     exec,
     sql`SELECT r.id, r.deployment_id, r.seq, r.status, r.source, r.source_revision_config, r.resource_spec,
-               r.secret_references, r.build_config, r.attempts, d.name AS deployment_name, d.status AS deployment_status,
+               r.secret_references, r.build_config, r.attempts, d.name AS deployment_name, d.deployment_type, d.status AS deployment_status,
                d.source_config AS deployment_source_config, d.organization_id, d.active_revision_id
           FROM revisions r JOIN deployments d ON d.id = r.deployment_id
          WHERE r.id = ${revisionId}`,
@@ -182,6 +184,7 @@ export async function loadWork(exec: Reader, revisionId: string): Promise<Revisi
     buildConfig: r.build_config ?? {},
     attempts: r.attempts,
     deploymentName: r.deployment_name,
+    deploymentType: r.deployment_type,
     deploymentStatus: r.deployment_status,
     deploymentSourceConfig: r.deployment_source_config ?? {},
     organizationId: r.organization_id,

@@ -1,3 +1,4 @@
+import type { DeploymentType } from "../runtimes/interface.ts";
 import type { DeploymentStatus, RevisionStatus } from "./states.ts";
 
 /** A revision with what the reconciler needs of its deployment (reconciler/store.ts reads it). */
@@ -16,6 +17,7 @@ export interface RevisionWork {
   buildConfig: Record<string, unknown>;
   attempts: number;
   deploymentName: string;
+  deploymentType: DeploymentType;
   deploymentStatus: DeploymentStatus;
   deploymentSourceConfig: Record<string, unknown>;
   organizationId: string;

@@ -17,6 +17,9 @@ export type SourceLocation =
   /** A container image. */
   | { kind: "image"; imageUri: string };
 
+/** `deployment_type` of a deployment: it sets the scale and memory defaults a resource_spec leaves out. */
+export type DeploymentType = "dev_free" | "dev" | "prod";
+
 export interface RevisionSpec {
   deploymentId: string;
   /** DNS-safe deployment name: the app is served at `<name>.<apps domain>`. */
@@ -29,6 +32,8 @@ export interface RevisionSpec {
   buildCommand?: string;
   /** `source_config.resource_spec` of the revision (min_scale, memory limits, …). */
   resourceSpec: Record<string, unknown> | null;
+  /** The deployment's type (defaults of the resource_spec; `dev` when not given). */
+  deploymentType?: DeploymentType;
   /** Environment for the app: decrypted secrets, DATABASE_URI when provisioned. Never logged. */
   env: Record<string, string>;
   /**
@@ -69,6 +74,23 @@ export interface Activation {
   imageVersion?: string | null;
 }
 
+/** One process of a deployment as `GET /v2/deployments/{id}/processes` shows it (no host pid). */
+export interface ProcessInfo {
+  /** `api`: serves requests behind the router; `queue`: runs the app config's `worker`, not routed. */
+  type: "api" | "queue";
+  /** 1, 2, … within its type and revision. */
+  index: number;
+  /** Stable for the life of the process slot (across restarts); not a pid. */
+  id: string;
+  revisionId: string;
+  state: "starting" | "running" | "restarting" | "draining" | "stopped";
+  restarts: number;
+  /** When its current process started (ms since the epoch), undefined before the first start. */
+  startedAt: number | undefined;
+  /** Resident memory of everything it started, in bytes; undefined where it cannot be read. */
+  memoryBytes: number | undefined;
+}
+
 export interface Runtime {
   readonly name: string;
   /** Fetches the source into a fresh per-revision directory. Throws SourceError → CREATE_FAILED. */
@@ -94,6 +116,8 @@ export interface Runtime {
    * started). Runtimes that cannot tell leave it out; then only new revisions count as use (UNUSED).
    */
   lastRequestAt?(deploymentId: string): number | undefined;
+  /** The processes of a deployment that run here now (empty when none do). */
+  processes(deploymentId: string): Promise<ProcessInfo[]>;
   /** Stops all processes and listeners (Slipway shutdown); files stay for the next start. */
   close(): Promise<void>;
 }

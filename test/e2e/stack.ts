@@ -47,6 +47,8 @@ export interface AppVersion {
   /** "exit": the process exits at once; "unhealthy": it answers 500 forever. */
   mode?: "ok" | "exit" | "unhealthy";
   install?: string;
+  /** Extra keys of slipway.json (`worker`, `healthcheck_timeout_s`, …). */
+  config?: Record<string, unknown>;
 }
 
 function serverJs(v: AppVersion): string {
@@ -59,6 +61,11 @@ const http = require("node:http");
 const flag = require("node:path").join(process.env.HOME, "crash.flag");
 if (fs.existsSync(flag)) { console.log("crash flag present: exiting"); process.exit(1); }
 const server = http.createServer((req, res) => {
+  // GET /slow answers after 300 ms: load that keeps requests in flight (autoscaling).
+  if (req.url === "/slow") {
+    setTimeout(() => res.end("slow"), 300);
+    return;
+  }
   if (req.url === "/crash") {
     fs.writeFileSync(flag, "x");
     res.end("bye");
@@ -93,7 +100,12 @@ export class AppRepo {
     writeFileSync(join(this.dir, "server.js"), serverJs(v));
     writeFileSync(
       join(this.dir, "slipway.json"),
-      JSON.stringify({ start: "node server.js", healthcheck: "/health", env: { APP_MODE: v.mode ?? "ok" } }),
+      JSON.stringify({
+        start: "node server.js",
+        healthcheck: "/health",
+        env: { APP_MODE: v.mode ?? "ok" },
+        ...v.config,
+      }),
     );
     git(this.dir, "add", "-A");
     git(this.dir, "commit", "-q", "--allow-empty", "-m", `version ${v.version}`);

@@ -11,6 +11,7 @@ import type { App } from "../../src/http/types.ts";
 import { insertApiKey, revokeApiKey } from "../../src/resources/api-keys/service.ts";
 import { createOrganization } from "../../src/resources/organizations/service.ts";
 import { insertWorkspace } from "../../src/resources/workspaces/service.ts";
+import { ProcessBoard } from "../../src/runtimes/board.ts";
 import { createTestDatabase, DB_KINDS, type DbKind } from "./databases.ts";
 
 export interface SeededKeys {
@@ -32,6 +33,8 @@ export interface TestContext {
   dbUrl?: string;
   config: Config;
   keyring: Keyring;
+  /** What the processes route reads; `startReconciler(ctx, …)` attaches its runtime here. */
+  processes: ProcessBoard;
   orgId: string;
   /** The organization's default workspace (what unbound keys use without X-Tenant-Id). */
   workspaceId: string;
@@ -76,7 +79,8 @@ export async function createTestContext(kind: DbKind, opts: ContextOptions = {})
   const logFile = join(logDir, `${kind}-${randomBytes(6).toString("hex")}.log`);
   // Written synchronously so that readLogs() sees every line a request produced.
   const stream = { write: (line: string) => appendFileSync(logFile, line) };
-  const app = await buildApp({ config, db, keyring }, { logger: { level: "info", stream } });
+  const processes = new ProcessBoard();
+  const app = await buildApp({ config, db, keyring, processes }, { logger: { level: "info", stream } });
   await app.ready();
 
   const org = await createOrganization(db.orm, { name: "acme", isSystem: true });
@@ -104,6 +108,7 @@ export async function createTestContext(kind: DbKind, opts: ContextOptions = {})
     dbUrl: url,
     config,
     keyring,
+    processes,
     orgId,
     workspaceId,
     workspace2Id: ws2.id,

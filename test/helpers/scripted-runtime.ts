@@ -4,6 +4,7 @@ import {
   DeployError,
   type PhaseContext,
   type PreparedSource,
+  type ProcessInfo,
   type RevisionSpec,
   type Runtime,
   SourceError,
@@ -130,6 +131,11 @@ export class ScriptedRuntime implements Runtime {
 
   health(deploymentId: string): "running" | "stopped" | "unknown" {
     return this.healthOf(deploymentId);
+  }
+
+  /** A scripted runtime runs nothing, so it has no processes to show. */
+  async processes(_deploymentId: string): Promise<ProcessInfo[]> {
+    return [];
   }
 
   async close(): Promise<void> {}

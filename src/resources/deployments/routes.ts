@@ -14,6 +14,7 @@ import { checkIdempotencyKey } from "./idempotency.ts";
 import { bulkDeleteIds, listDeployments } from "./list.ts";
 import { patchDeployment } from "./patch.ts";
 import { notModified } from "./preconditions.ts";
+import { DeploymentProcessList, listDeploymentProcesses } from "./processes.ts";
 import { etagOf, findDeployment } from "./record.ts";
 import {
   CreateDeploymentBody,
@@ -101,6 +102,26 @@ export async function deploymentRoutes(app: App): Promise<void> {
       if (notModified(request.headers["if-none-match"], etag)) return reply.code(304).send(null);
       return record;
     },
+  );
+
+  app.get(
+    "/v2/deployments/:deployment_id/processes",
+    {
+      schema: {
+        tags,
+        summary:
+          "List the processes of a deployment that run on this machine (API processes and queue workers)",
+        params: DeploymentParams,
+        response: { 200: DeploymentProcessList },
+      },
+    },
+    async (request) =>
+      listDeploymentProcesses(
+        deps.db,
+        deps.processes,
+        workspaceOf(request).workspaceId,
+        request.params.deployment_id,
+      ),
   );
 
   app.patch(

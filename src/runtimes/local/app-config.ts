@@ -8,7 +8,11 @@ export type BuildRecord =
       version: 1;
       kind: "process";
       start: string;
+      /** The queue workers' command (app config `worker`); none: the app has no queue workers. */
+      worker?: string;
       healthcheck: string;
+      /** App config `healthcheck_timeout_s`; the server's maximum bounds it at activation. */
+      healthTimeoutS?: number;
       env: Record<string, string>;
       /** The app config asks for its own Redis (`"redis": true`). */
       redis?: boolean;
@@ -88,15 +92,24 @@ async function readConfigFile(
   return parsed;
 }
 
+export interface AppConfig {
+  start: string;
+  worker?: string;
+  healthcheck: string;
+  healthTimeoutS?: number;
+  env: Record<string, string>;
+  redis: boolean;
+}
+
 /**
- * The app config: `{"start", "healthcheck", "env"}` from `configPath` (when given) with defaults
+ * The app config: `{"start", "worker", "healthcheck", "healthcheck_timeout_s", "env", "redis"}` from `configPath` (when given) with defaults
  * from package.json. Anything missing or malformed is a BuildError after a log line saying why.
  */
 export async function resolveAppConfig(
   appDir: string,
   configPath: string | undefined,
   log: (line: string) => void,
-): Promise<{ start: string; healthcheck: string; env: Record<string, string>; redis: boolean }> {
+): Promise<AppConfig> {
   const file = configPath ? await readConfigFile(appDir, configPath, log) : {};
   const where = configPath ? `app config "${configPath}"` : "app config";
 
@@ -110,6 +123,23 @@ export async function resolveAppConfig(
     start = "npm start";
   } else {
     fail(log, `${where} has no "start" command and package.json has no "start" script`);
+  }
+
+  let worker: string | undefined;
+  if (file.worker !== undefined) {
+    if (typeof file.worker !== "string" || file.worker.trim() === "") {
+      fail(log, `${where}: "worker" must be a non-empty string (the queue workers' command)`);
+    }
+    worker = file.worker;
+  }
+
+  let healthTimeoutS: number | undefined;
+  if (file.healthcheck_timeout_s !== undefined) {
+    const t = file.healthcheck_timeout_s;
+    if (typeof t !== "number" || !Number.isInteger(t) || t < 1) {
+      fail(log, `${where}: "healthcheck_timeout_s" must be a whole number of seconds, at least 1`);
+    }
+    healthTimeoutS = t;
   }
 
   let healthcheck = "/";
@@ -132,7 +162,14 @@ export async function resolveAppConfig(
   if (file.redis !== undefined && typeof file.redis !== "boolean") {
     fail(log, `${where}: "redis" must be true or false`);
   }
-  return { start, healthcheck, env, redis: file.redis === true };
+  return {
+    start,
+    ...(worker === undefined ? {} : { worker }),
+    healthcheck,
+    ...(healthTimeoutS === undefined ? {} : { healthTimeoutS }),
+    env,
+    redis: file.redis === true,
+  };
 }
 
 export async function writeBuildRecord(path: string, record: BuildRecord): Promise<void> {
@@ -157,7 +194,9 @@ export async function readBuildRecord(path: string): Promise<BuildRecord | undef
       version: 1,
       kind: "process",
       start: parsed.start,
+      ...(typeof parsed.worker === "string" ? { worker: parsed.worker } : {}),
       healthcheck: parsed.healthcheck,
+      ...(typeof parsed.healthTimeoutS === "number" ? { healthTimeoutS: parsed.healthTimeoutS } : {}),
       env: strings,
       redis: parsed.redis === true,
     };

@@ -9,6 +9,7 @@ import { cpuCgroupSupported } from "./cpu-cgroup.ts";
 import type { Layout } from "./layout.ts";
 import type { Launch } from "./replica.ts";
 import { unenforcedWarnings } from "./resource-fields.ts";
+import { planScale, type ScalePlan } from "./scale-defaults.ts";
 
 /**
  * What an activation starts, decided from the build record and the revision's resource_spec: how
@@ -17,10 +18,13 @@ import { unenforcedWarnings } from "./resource-fields.ts";
  */
 
 export interface LaunchPlan {
-  scale: number;
+  scale: ScalePlan;
+  /** The queue workers' command; none: no queue workers run. */
+  worker: string | undefined;
   /** The replicas' environment without PORT (set per start). */
   env: Record<string, string>;
-  launch: (index: number) => Launch;
+  /** How the `index`th API process or queue worker is launched. */
+  launch: (type: "api" | "queue", index: number) => Launch;
 }
 
 export interface PlanInput {
@@ -42,18 +46,7 @@ function positiveInt(value: unknown): number | undefined {
   return typeof value === "number" && Number.isInteger(value) && value > 0 ? value : undefined;
 }
 
-/** `min_scale` processes, 1 when it is not a positive whole number, at most the machine's limit. */
-function scaleOf(requested: unknown, maxScale: number, log: (line: string) => void): number {
-  let scale = positiveInt(requested) ?? 1;
-  if (requested !== undefined && positiveInt(requested) === undefined) {
-    log(`slipway: min_scale ${JSON.stringify(requested)} is not a positive whole number; running 1 process`);
-  }
-  if (scale > maxScale) {
-    log(`slipway: min_scale ${scale} is above this machine's limit of ${maxScale}; running ${maxScale}`);
-    scale = maxScale;
-  }
-  return scale;
-}
+const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? "" : word.endsWith("s") ? "es" : "s"}`;
 
 /** `cpu_limit` (else `cpu`) of each process, at most this machine's cores; undefined when unset. */
 function cpusOf(resources: Record<string, unknown>, log: (line: string) => void): number | undefined {
@@ -69,11 +62,14 @@ function cpusOf(resources: Record<string, unknown>, log: (line: string) => void)
 
 export async function planLaunch(p: PlanInput): Promise<LaunchPlan> {
   const { spec, built, log } = p;
-  const resources = spec.resourceSpec ?? {};
+  const type = spec.deploymentType ?? "dev";
+  const scale = planScale(spec.resourceSpec ?? {}, type, p.maxScale, log);
+  const resources = { ...(spec.resourceSpec ?? {}), memory_limit_mb: scale.memoryLimitMb };
+  const web = scale.web.min === scale.web.max ? `${scale.web.min}` : `${scale.web.min} to ${scale.web.max}`;
+  const zero = scale.web.min === 0 ? " (none while idle)" : "";
   const cpuCgroup = await cpuCgroupSupported();
   const situation = { image: built.kind === "image", cpuCgroup, appDatabase: "DATABASE_URI" in spec.env };
   for (const warning of unenforcedWarnings(spec.resourceSpec, situation)) log(warning);
-  const scale = scaleOf(resources.min_scale, p.maxScale, log);
   if (built.kind === "image") {
     const engine = await p.containers.usable();
     if (engine === undefined) p.fail(noEngineMessage(p.containers));
@@ -89,17 +85,16 @@ export async function planLaunch(p: PlanInput): Promise<LaunchPlan> {
       stopGraceMs: p.stopGraceMs,
       log,
     });
-    log(
-      `slipway: running ${scale} container${scale === 1 ? "" : "s"} of ${built.ref ?? built.image} with ${engine.name}`,
-    );
+    log(`slipway: api: ${web} container(s)${zero} of ${built.ref ?? built.image} with ${engine.name}`);
     return {
       scale,
+      worker: undefined,
       env: { ...built.env, ...spec.env },
-      launch: (index) => ({ kind: "container", ...container(index) }),
+      launch: (_type, index) => ({ kind: "container", ...container(index) }),
     };
   }
 
-  const memoryMb = positiveInt(resources.memory_limit_mb);
+  const memoryMb = positiveInt(scale.memoryLimitMb);
   const appDir = p.layout.appDir(spec.deploymentId, spec.revisionId);
   const confined = await p.confiner.confine(spec.deploymentId, appDir, false);
   if (!confined.sandboxed) log(UNSANDBOXED_WARNING);
@@ -113,13 +108,20 @@ export async function planLaunch(p: PlanInput): Promise<LaunchPlan> {
   }
   const cpus = cpuCgroup ? cpusOf(resources, log) : undefined;
   if (cpus !== undefined) log(`slipway: cpu limit ${cpus} per process (cgroup cpu controller)`);
-  log(`slipway: starting ${scale} process${scale === 1 ? "" : "es"}: ${built.start}`);
+  log(`slipway: api: ${web} process(es)${zero}, deployment_type ${type}: ${built.start}`);
+  if (built.worker !== undefined) {
+    const q = scale.queue;
+    log(
+      `slipway: queue: ${plural(q.min, "process")} (queue_max_scale ${q.max}: no queue metric to scale on locally): ${built.worker}`,
+    );
+  }
   return {
     scale,
+    worker: built.worker,
     env,
-    launch: () => ({
+    launch: (kind) => ({
       kind: "process",
-      command: built.start,
+      command: kind === "queue" && built.worker !== undefined ? built.worker : built.start,
       wrap: confined.wrap,
       dataLimitBytes: memoryMb === undefined ? undefined : memoryMb * 1024 * 1024,
       cpus,

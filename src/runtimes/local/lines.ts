@@ -32,3 +32,19 @@ export function forEachLine(stream: Readable, onLine: (line: string) => void): v
     pending = "";
   });
 }
+
+/** The last `size` lines seen (what a failed deploy's log ends with). */
+export class Tail {
+  private readonly kept: string[] = [];
+
+  constructor(private readonly size: number) {}
+
+  push(line: string): void {
+    this.kept.push(line);
+    if (this.kept.length > this.size) this.kept.shift();
+  }
+
+  lines(): string[] {
+    return [...this.kept];
+  }
+}

@@ -18,6 +18,10 @@ export interface LocalRuntimeOptions {
   appsHost: string;
   /** How long every process of a revision has to answer its health check. */
   healthTimeoutMs: number;
+  /** Upper bound of an app config's `healthcheck_timeout_s` (default 300 s). */
+  healthTimeoutMaxMs?: number;
+  /** Autoscaling and scale to zero of API processes (README "Scaling"). */
+  scaling?: ScalingOptions;
   logger: RuntimeLogger;
   /** SIGTERM → SIGKILL grace when stopping processes (default 5 s). */
   stopGraceMs?: number;
@@ -40,3 +44,24 @@ export interface LocalRuntimeOptions {
   /** SLIPWAY_APP_UID_RANGE: deployments' own uids when Slipway runs as root (default 200000-265535). */
   uidRange?: UidRange;
 }
+
+export interface ScalingOptions {
+  /** Wanted in-flight requests per API process (SLIPWAY_AUTOSCALE_TARGET_CONCURRENCY). */
+  targetConcurrency?: number;
+  /** Stable window of the averages (SLIPWAY_AUTOSCALE_WINDOW_S). */
+  windowMs?: number;
+  /** How long fewer processes must do before scaling down (SLIPWAY_AUTOSCALE_COOLDOWN_S). */
+  cooldownMs?: number;
+  /** min_scale 0: idle time before every API process stops (SLIPWAY_IDLE_SCALE_DOWN_S). */
+  idleScaleDownMs?: number;
+  /** How often the router's traffic is sampled. */
+  tickMs?: number;
+}
+
+export const DEFAULT_SCALING: Required<ScalingOptions> = {
+  targetConcurrency: 10,
+  windowMs: 6000,
+  cooldownMs: 30_000,
+  idleScaleDownMs: 300_000,
+  tickMs: 1000,
+};

@@ -1,3 +1,4 @@
+// Over 300 lines: one replica lifecycle (spawn, health, supervision, stop) that is easier to follow whole.
 import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -7,7 +8,8 @@ import { type ContainerLaunch, containerCommand, stopContainer } from "./contain
 import { type CpuCgroup, createCpuCgroup } from "./cpu-cgroup.ts";
 import { abortError } from "./exec.ts";
 import { type HealthResult, waitHealthy } from "./health.ts";
-import { forEachLine } from "./lines.ts";
+import { forEachLine, type Tail } from "./lines.ts";
+import { groupRssBytes } from "./memory.ts";
 import type { ProcessRecord } from "./orphans.ts";
 import { releasePort, takePort } from "./ports.ts";
 import { killGroup } from "./process-group.ts";
@@ -22,19 +24,25 @@ export type Launch =
   | ({ kind: "container" } & ContainerLaunch);
 
 export interface ReplicaOptions {
-  /** "web.1", "web.2", … in log lines. */
+  /** "web.1", "worker.1", … in log lines. */
   label: string;
   launch: Launch;
   /** The app's environment without PORT (set per start). */
   env: Record<string, string>;
-  healthPath: string;
+  /** GET path that must answer below 500; undefined (queue workers): running once it stays up. */
+  healthPath: string | undefined;
   healthTimeoutMs: number;
   stopGraceMs: number;
   /** First restart delay after a crash; doubles per consecutive crash up to MAX_BACKOFF_MS. */
   restartBackoffMs: number;
   log: (line: string) => void;
+  /** Keeps the last lines the app printed, for the end of a failed deploy's log. */
+  tail?: Tail;
   record: ProcessRecord;
 }
+
+/** A queue worker (no health check) counts as started once it has stayed up this long. */
+const WORKER_SETTLE_MS = 1000;
 
 const MAX_BACKOFF_MS = 30_000;
 /** A process that ran this long before crashing starts the back-off over. */
@@ -64,8 +72,37 @@ export class Replica {
   private restartAbort: AbortController | undefined;
   private inflightCount = 0;
   private idleWaiters: (() => void)[] = [];
+  private restartCount = 0;
+  /** Pid-free and stable across restarts: what the processes listing calls it. */
+  readonly id = randomBytes(5).toString("hex");
 
   constructor(private readonly o: ReplicaOptions) {}
+
+  /** What the processes listing shows of it: its state, restarts, start time and memory. */
+  async info(): Promise<{
+    state: "starting" | "running" | "restarting" | "stopped";
+    restarts: number;
+    startedAt: number | undefined;
+    memoryBytes: number | undefined;
+  }> {
+    const state =
+      this.state === "ready"
+        ? "running"
+        : this.state === "waiting"
+          ? "restarting"
+          : this.state === "stopped"
+            ? "stopped"
+            : "starting";
+    const pid = this.child?.pid;
+    const alive = pid !== undefined && this.child?.exitCode === null && this.child.signalCode === null;
+    const memoryBytes = alive && this.o.launch.kind === "process" ? await groupRssBytes(pid) : undefined;
+    return {
+      state,
+      restarts: this.restartCount,
+      startedAt: this.startedAt === 0 ? undefined : this.startedAt,
+      memoryBytes,
+    };
+  }
 
   get label(): string {
     return this.o.label;
@@ -166,6 +203,7 @@ export class Replica {
     }
     this.port = port;
     this.spawnChild(joins);
+    if (this.o.healthPath === undefined) return this.settle(signal);
     return waitHealthy({
       port: this.port,
       path: this.o.healthPath,
@@ -173,6 +211,18 @@ export class Replica {
       signal,
       exited: () => this.exitInfo,
     });
+  }
+
+  /** A queue worker: started when it has not exited within a moment (or the health timeout). */
+  private async settle(signal: AbortSignal): Promise<HealthResult> {
+    const deadline = Date.now() + Math.min(WORKER_SETTLE_MS, this.o.healthTimeoutMs);
+    while (Date.now() < deadline) {
+      if (signal.aborted) return { ok: false, reason: "interrupted" };
+      const exit = this.exitInfo;
+      if (exit !== undefined) return { ok: false, reason: exit };
+      await sleep(50);
+    }
+    return this.exitInfo === undefined ? { ok: true } : { ok: false, reason: this.exitInfo };
   }
 
   /** Starts the process; a process launch joins the cgroups whose `cgroup.procs` are in `joins`. */
@@ -214,8 +264,12 @@ export class Replica {
     this.child = child;
     const pid = child.pid;
     if (pid !== undefined) this.o.record.add(pid);
-    forEachLine(child.stdout, this.o.log);
-    forEachLine(child.stderr, this.o.log);
+    const output = (line: string) => {
+      this.o.tail?.push(line);
+      this.o.log(line);
+    };
+    forEachLine(child.stdout, output);
+    forEachLine(child.stderr, output);
     let settle: () => void = () => {};
     this.closed = new Promise((resolve) => {
       settle = resolve;
@@ -263,6 +317,7 @@ export class Replica {
     if (this.stopped) return;
     const abort = new AbortController();
     this.restartAbort = abort;
+    this.restartCount++;
     await this.end();
     if (this.stopped) return;
     const result = await this.launch(abort.signal);

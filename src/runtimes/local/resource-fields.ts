@@ -33,15 +33,15 @@ export interface FieldRule {
 
 const cpuWhen = (s: Situation) => s.image || s.cpuCgroup;
 const dbWhen = (s: Situation) => s.appDatabase;
-const NO_QUEUE = "this runtime runs API processes only; queue workers are not started";
+const QUEUE_SHARES = "queue workers run with the API processes' limits (cpu_limit, memory_limit_mb)";
 const NO_ORCHESTRATOR = "the hosted service's orchestrator is not part of the local runtime";
 const NO_EXECUTOR = "the hosted service's executor is not part of the local runtime";
 const SHARED_DB = "the apps' PostgreSQL server is shared; its cpu and memory are the server's own settings";
 const K8S = "a Kubernetes setting; the local runtime runs no pods";
 
 export const RESOURCE_FIELDS: Readonly<Record<string, FieldRule>> = {
-  min_scale: { handling: "enforced", why: "the number of API processes started (at most 8)" },
-  max_scale: { handling: "not enforced", why: "no autoscaling: min_scale processes run" },
+  min_scale: { handling: "enforced", why: "the fewest API processes (0: none while idle); at most 8" },
+  max_scale: { handling: "enforced", why: "the most API processes the autoscaler starts; at most 8" },
   cpu: { handling: "default", why: "a request; its default limit is cpu_limit" },
   cpu_limit: {
     handling: "where possible",
@@ -50,12 +50,15 @@ export const RESOURCE_FIELDS: Readonly<Record<string, FieldRule>> = {
   },
   memory_mb: { handling: "default", why: "a request; its default limit is memory_limit_mb" },
   memory_limit_mb: { handling: "enforced", why: "data-segment rlimit and a memory cgroup per process" },
-  queue_min_scale: { handling: "not enforced", why: NO_QUEUE },
-  queue_max_scale: { handling: "not enforced", why: NO_QUEUE },
-  queue_cpu: { handling: "not enforced", why: NO_QUEUE },
-  queue_cpu_limit: { handling: "not enforced", why: NO_QUEUE },
-  queue_memory_mb: { handling: "not enforced", why: NO_QUEUE },
-  queue_memory_limit_mb: { handling: "not enforced", why: NO_QUEUE },
+  queue_min_scale: { handling: "enforced", why: "the number of queue workers (app config `worker`)" },
+  queue_max_scale: {
+    handling: "not enforced",
+    why: "no local queue to measure, so queue workers are not autoscaled; queue_min_scale of them run",
+  },
+  queue_cpu: { handling: "not enforced", why: QUEUE_SHARES },
+  queue_cpu_limit: { handling: "not enforced", why: QUEUE_SHARES },
+  queue_memory_mb: { handling: "not enforced", why: QUEUE_SHARES },
+  queue_memory_limit_mb: { handling: "not enforced", why: QUEUE_SHARES },
   orchestrator_cpu: { handling: "not enforced", why: NO_ORCHESTRATOR },
   orchestrator_cpu_limit: { handling: "not enforced", why: NO_ORCHESTRATOR },
   orchestrator_memory_mb: { handling: "not enforced", why: NO_ORCHESTRATOR },

@@ -1,3 +1,4 @@
+// Over 300 lines: one reverse proxy (HTTP, upgrades, cold-start holds) whose parts share its helpers.
 import {
   Agent,
   createServer,
@@ -12,7 +13,6 @@ import { connect, type Socket } from "node:net";
 import type { Duplex } from "node:stream";
 import type { RevisionGroup } from "./group.ts";
 import type { Replica } from "./replica.ts";
-import { Traffic } from "./traffic.ts";
 
 /** Headers that describe one connection, not the message; a proxy must not pass them on. */
 const HOP_BY_HOP = new Set([
@@ -27,13 +27,30 @@ const HOP_BY_HOP = new Set([
   "expect",
 ]);
 
-function sendJson(res: ServerResponse, status: number, detail: string): void {
+/** Why a request is not proxied: the status and sentence to answer with. */
+interface Refusal {
+  status: number;
+  detail: string;
+  /** Seconds, for 503 after a failed cold start. */
+  retryAfter?: number;
+}
+
+/** What a client is told to wait before retrying after a cold start failed. */
+const COLD_START_RETRY_AFTER_S = 5;
+
+const REASONS: Record<number, string> = { 404: "Not Found", 502: "Bad Gateway", 503: "Service Unavailable" };
+
+function sendJson(res: ServerResponse, refusal: Refusal): void {
   if (res.headersSent) {
     res.destroy();
     return;
   }
-  const body = JSON.stringify({ detail });
-  res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(body) });
+  const body = JSON.stringify({ detail: refusal.detail });
+  res.writeHead(refusal.status, {
+    "content-type": "application/json",
+    "content-length": Buffer.byteLength(body),
+    ...(refusal.retryAfter === undefined ? {} : { "retry-after": String(refusal.retryAfter) }),
+  });
   res.end(body);
 }
 
@@ -83,14 +100,12 @@ function hasBody(req: IncomingMessage): boolean {
  * The apps listener: routes `Host: <name>.<domain>` to the healthy processes of the deployment's
  * active revision, round-robin, as a streaming reverse proxy. A request picks its process when it
  * starts and holds it (in-flight count) until its response is done, which is what lets a switch of
- * revisions drain the old processes without failing anything.
+ * revisions drain the old processes without failing anything. Every request counts in its
+ * deployment's Traffic (traffic.ts) from routing to the end of its response, which the autoscaler
+ * reads; a request to a deployment scaled to zero is held while one process starts (a cold start).
  */
 export class AppsRouter {
   private readonly routes = new Map<string, RevisionGroup>();
-  /** Which deployment each routed name serves, for the traffic counts. */
-  private readonly owners = new Map<string, string>();
-  /** Last request and in-flight count per deployment (traffic.ts). */
-  readonly traffic = new Traffic();
   private readonly agent = new Agent({ keepAlive: true, maxFreeSockets: 256 });
   private readonly server: Server;
   private readonly tunnels = new Set<Duplex>();
@@ -101,18 +116,14 @@ export class AppsRouter {
     this.server.on("upgrade", (req, socket, head) => this.tunnel(req, socket, head));
   }
 
-  /** Points `name` at a revision's processes of deployment `deploymentId`, from the next request on. */
-  set(name: string, group: RevisionGroup, deploymentId: string): void {
+  /** Points `name` at a revision's processes, from the next request on. */
+  set(name: string, group: RevisionGroup): void {
     this.routes.set(name, group);
-    this.owners.set(name, deploymentId);
   }
 
   /** Stops routing `name` (only if it still points at `group`, when given). */
   delete(name: string, group?: RevisionGroup): void {
-    if (group === undefined || this.routes.get(name) === group) {
-      this.routes.delete(name);
-      this.owners.delete(name);
-    }
+    if (group === undefined || this.routes.get(name) === group) this.routes.delete(name);
   }
 
   listen(port: number, host: string): Promise<number> {
@@ -148,44 +159,64 @@ export class AppsRouter {
   }
 
   /**
-   * The replica for a request, already holding it, and `done` to call when the request ends; or
-   * the status and sentence to answer with. Either way a request for a deployment is counted.
+   * The deployment a request addresses, its traffic already counting the request until `done`;
+   * or the 404 to answer with.
    */
-  private route(
+  private admit(
     req: IncomingMessage,
-  ): { replica: Replica; done: () => void } | { status: number; detail: string } {
+    done: (end: () => void) => void,
+  ): { name: string; group: RevisionGroup } | Refusal {
     const name = this.nameOf(req.headers.host);
     const group = name === undefined ? undefined : this.routes.get(name);
     if (name === undefined || group === undefined) {
       return { status: 404, detail: `No app is served at ${req.headers.host ?? "this host"}.` };
     }
-    const owner = this.owners.get(name);
-    const end = owner === undefined ? () => {} : this.traffic.begin(owner);
-    const replica = group.pick();
-    if (replica === undefined) {
-      end();
-      return { status: 502, detail: `The app "${name}" has no running process.` };
+    group.traffic.begin();
+    done(() => group.traffic.end());
+    return { name, group };
+  }
+
+  /** The replica for a request, already holding it (after a cold start if need be); or the refusal. */
+  private async route(name: string, group: RevisionGroup): Promise<Replica | Refusal> {
+    let replica = group.pick();
+    if (replica === undefined && group.scaledToZero) {
+      replica = (await group.wake()) ? group.pick() : undefined;
+      if (replica === undefined) {
+        return {
+          status: 503,
+          detail: `The app "${name}" could not be started in time; try again shortly.`,
+          retryAfter: COLD_START_RETRY_AFTER_S,
+        };
+      }
     }
+    if (replica === undefined) return { status: 502, detail: `The app "${name}" has no running process.` };
     replica.acquire();
-    let released = false;
-    const done = () => {
-      if (released) return;
-      released = true;
-      replica.release();
-      end();
-    };
-    return { replica, done };
+    return replica;
   }
 
   private handle(req: IncomingMessage, res: ServerResponse): void {
-    const routed = this.route(req);
-    if ("status" in routed) {
+    const admitted = this.admit(req, (end) => res.once("close", end));
+    if (!("group" in admitted)) {
       req.resume();
-      sendJson(res, routed.status, routed.detail);
+      sendJson(res, admitted);
       return;
     }
-    const target = routed.replica;
-    res.once("close", routed.done);
+    void this.route(admitted.name, admitted.group).then((target) => {
+      if (!("port" in target)) {
+        req.resume();
+        sendJson(res, target);
+        return;
+      }
+      if (res.destroyed) {
+        target.release();
+        return;
+      }
+      this.proxy(req, res, target);
+    });
+  }
+
+  private proxy(req: IncomingMessage, res: ServerResponse, target: Replica): void {
+    res.once("close", () => target.release());
     const withBody = hasBody(req);
     const headers = forwardedHeaders(req);
     const send = (fresh: boolean) => {
@@ -208,7 +239,7 @@ export class AppsRouter {
           send(true);
           return;
         }
-        sendJson(res, 502, `The app did not answer: ${err.message}.`);
+        sendJson(res, { status: 502, detail: `The app did not answer: ${err.message}.` });
       });
       res.once("close", () => {
         if (!res.writableFinished) upstream.destroy();
@@ -222,21 +253,36 @@ export class AppsRouter {
 
   /** WebSocket and other upgrades: replay the request head to the app, then splice the sockets. */
   private tunnel(req: IncomingMessage, socket: Duplex, head: Buffer): void {
-    const routed = this.route(req);
-    if ("status" in routed) {
-      const body = JSON.stringify({ detail: routed.detail });
-      const reason = routed.status === 404 ? "Not Found" : "Bad Gateway";
+    const refuse = (r: Refusal) => {
+      const body = JSON.stringify({ detail: r.detail });
+      const retry = r.retryAfter === undefined ? "" : `retry-after: ${r.retryAfter}\r\n`;
       socket.end(
-        `HTTP/1.1 ${routed.status} ${reason}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+        `HTTP/1.1 ${r.status} ${REASONS[r.status] ?? "Error"}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n${retry}connection: close\r\n\r\n${body}`,
       );
+    };
+    const admitted = this.admit(req, (end) => socket.once("close", end));
+    if (!("group" in admitted)) {
+      refuse(admitted);
       return;
     }
-    const target = routed.replica;
     this.tunnels.add(socket);
+    socket.once("close", () => this.tunnels.delete(socket));
+    void this.route(admitted.name, admitted.group).then((target) => {
+      if (!("port" in target)) refuse(target);
+      else if (socket.destroyed) target.release();
+      else this.splice(req, socket, head, target);
+    });
+  }
+
+  private splice(req: IncomingMessage, socket: Duplex, head: Buffer, target: Replica): void {
     const upstream: Socket = connect(target.port, "127.0.0.1");
     this.tunnels.add(upstream);
+    let released = false;
     const done = () => {
-      routed.done();
+      if (!released) {
+        released = true;
+        target.release();
+      }
       this.tunnels.delete(socket);
       this.tunnels.delete(upstream);
       socket.destroy();

@@ -1,9 +1,11 @@
+// Over 300 lines: the Runtime contract plus activation, whose steps read best in one place.
 import { mkdir, rm } from "node:fs/promises";
 import {
   type Activation,
   DeployError,
   type PhaseContext,
   type PreparedSource,
+  type ProcessInfo,
   type RevisionSpec,
   type Runtime,
 } from "../interface.ts";
@@ -17,14 +19,19 @@ import { RevisionGroup } from "./group.ts";
 import { planLaunch } from "./launch-plan.ts";
 import { Layout } from "./layout.ts";
 import { DEFAULT_LIMITS, type LocalLimits } from "./limits.ts";
-import type { LocalRuntimeOptions } from "./options.ts";
+import { Tail } from "./lines.ts";
+import { DEFAULT_SCALING, type LocalRuntimeOptions, type ScalingOptions } from "./options.ts";
 import { ProcessRecord } from "./orphans.ts";
 import { buildRevision, isRevisionBuilt, type PhaseHandles, prepareRevision, revisionLog } from "./phases.ts";
 import { Replica } from "./replica.ts";
 import { AppsRouter } from "./router.ts";
 import { DeploymentSlot } from "./slot.ts";
+import type { Traffic } from "./traffic.ts";
 
 export type { LocalRuntimeOptions, RuntimeLogger } from "./options.ts";
+
+/** How many of the app's last output lines end the deploy log of a failed activation. */
+const FAILURE_TAIL_LINES = 30;
 
 /**
  * The `local` data plane: builds revisions in directories under the data dir, runs them as
@@ -42,6 +49,8 @@ export class LocalRuntime implements Runtime {
   private readonly drainTimeoutMs: number;
   private readonly restartBackoffMs: number;
   private readonly maxScale: number;
+  private readonly healthTimeoutMaxMs: number;
+  private readonly scaling: Required<ScalingOptions>;
   private readonly limits: LocalLimits;
   /** The container engine of image revisions, found on first use. */
   readonly containers: EngineFinder;
@@ -59,6 +68,8 @@ export class LocalRuntime implements Runtime {
     this.drainTimeoutMs = o.drainTimeoutMs ?? 30_000;
     this.restartBackoffMs = o.restartBackoffMs ?? 1000;
     this.maxScale = o.maxScale ?? 8;
+    this.healthTimeoutMaxMs = o.healthTimeoutMaxMs ?? 300_000;
+    this.scaling = { ...DEFAULT_SCALING, ...o.scaling };
     this.limits = { ...DEFAULT_LIMITS, ...o.limits };
     this.containers = new EngineFinder(o.dataDir, o.containerEngine);
     this.phases = {
@@ -155,7 +166,7 @@ export class LocalRuntime implements Runtime {
     if (record === undefined) fail(`revision ${spec.revisionId} has no build output; build it first`);
     const built: BuildRecord = record;
 
-    const { scale, env, launch } = await planLaunch({
+    const { scale, worker, env, launch } = await planLaunch({
       spec,
       built,
       layout: this.layout,
@@ -187,23 +198,39 @@ export class LocalRuntime implements Runtime {
       state.cache = cache;
       env.REDIS_URI = cache.uri;
     }
-    const replicas: Replica[] = [];
-    for (let i = 1; i <= scale; i++) {
-      replicas.push(
+    const healthTimeoutMs = this.healthTimeoutOf(built, log);
+    const tail = new Tail(FAILURE_TAIL_LINES);
+    const group = new RevisionGroup({
+      revisionId: spec.revisionId,
+      make: (type, index) =>
         new Replica({
-          label: `web.${i}`,
-          launch: launch(i),
+          label: `${type === "api" ? "web" : "worker"}.${index}`,
+          launch: launch(type, index),
           env,
-          healthPath: built.healthcheck,
-          healthTimeoutMs: this.o.healthTimeoutMs,
+          healthPath: type === "api" ? built.healthcheck : undefined,
+          healthTimeoutMs,
           stopGraceMs: this.stopGraceMs,
           restartBackoffMs: this.restartBackoffMs,
           log,
+          tail,
           record: state.record,
         }),
-      );
-    }
-    const group = new RevisionGroup(spec.revisionId, replicas, log);
+      // min_scale 0 still starts one: the deploy proves the revision answers before it idles.
+      web: Math.max(1, scale.web.min),
+      queue: worker === undefined ? 0 : scale.queue.min,
+      log,
+      traffic: state.traffic,
+      scaling: {
+        min: scale.web.min,
+        max: scale.web.max,
+        target: this.scaling.targetConcurrency,
+        windowMs: this.scaling.windowMs,
+        cooldownMs: this.scaling.cooldownMs,
+        idleMs: this.scaling.idleScaleDownMs,
+        tickMs: this.scaling.tickMs,
+      },
+      drainMs: this.drainTimeoutMs,
+    });
     state.starting.add(group);
     try {
       await group.start(ctx.signal);
@@ -214,6 +241,11 @@ export class LocalRuntime implements Runtime {
       }
       if (this.closed || !state.starting.has(group))
         throw new Error("the deployment was stopped while starting");
+      const printed = tail.lines();
+      if (printed.length > 0) {
+        log(`slipway: the last ${printed.length} lines the app printed:`);
+        for (const line of printed) log(`| ${line}`);
+      }
       fail(err instanceof Error ? err.message : String(err));
     } finally {
       state.starting.delete(group);
@@ -236,6 +268,17 @@ export class LocalRuntime implements Runtime {
     return this.activation(url, spec);
   }
 
+  /** The app config's `healthcheck_timeout_s`, bounded by the server's maximum; else the server's timeout. */
+  private healthTimeoutOf(built: BuildRecord, log: (line: string) => void): number {
+    if (built.kind !== "process" || built.healthTimeoutS === undefined) return this.o.healthTimeoutMs;
+    const asked = built.healthTimeoutS * 1000;
+    if (asked <= this.healthTimeoutMaxMs) return asked;
+    log(
+      `slipway: healthcheck_timeout_s ${built.healthTimeoutS} is above this server's maximum of ${this.healthTimeoutMaxMs / 1000} s; using the maximum`,
+    );
+    return this.healthTimeoutMaxMs;
+  }
+
   /** What an activation reports: the URL, and the image_version of an image revision. */
   private async activation(url: string, spec: RevisionSpec): Promise<Activation> {
     if (spec.source.kind !== "image") return { url };
@@ -255,7 +298,6 @@ export class LocalRuntime implements Runtime {
     const engine = await this.containers.usable();
     if (engine !== undefined) await removeDeploymentContainers(engine, this.containers.owner, deploymentId);
     await this.confiner.release(deploymentId);
-    this.router.traffic.forget(deploymentId);
     await rm(dir, { recursive: true, force: true });
   }
 
@@ -269,6 +311,15 @@ export class LocalRuntime implements Runtime {
     await rm(this.layout.revisionDir(deploymentId, revisionId), { recursive: true, force: true });
   }
 
+  async processes(deploymentId: string): Promise<ProcessInfo[]> {
+    return (await this.deployments.get(deploymentId)?.processes()) ?? [];
+  }
+
+  /** A deployment's request counts and when it was last requested (undefined: nothing runs here). */
+  traffic(deploymentId: string): Traffic | undefined {
+    return this.deployments.get(deploymentId)?.traffic;
+  }
+
   health(deploymentId: string): "running" | "stopped" | "unknown" {
     const active = this.deployments.get(deploymentId)?.active;
     if (active === undefined) return "stopped";
@@ -276,7 +327,7 @@ export class LocalRuntime implements Runtime {
   }
 
   lastRequestAt(deploymentId: string): number | undefined {
-    return this.router.traffic.of(deploymentId).lastRequestAt;
+    return this.deployments.get(deploymentId)?.traffic.lastRequestAt;
   }
 
   /** REDIS_URI of the deployment's own Redis while one runs here. */

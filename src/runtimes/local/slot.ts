@@ -1,7 +1,9 @@
+import type { ProcessInfo } from "../interface.ts";
 import type { RevisionGroup } from "./group.ts";
 import type { ProcessRecord } from "./orphans.ts";
 import type { RedisServer } from "./redis.ts";
 import type { AppsRouter } from "./router.ts";
+import { Traffic } from "./traffic.ts";
 
 /**
  * What runs for one deployment on this machine: the active revision group, the groups starting or
@@ -15,6 +17,8 @@ export class DeploymentSlot {
   readonly retiring = new Set<RevisionGroup>();
   /** The deployment's own Redis, kept across revisions (cache.ts). */
   cache: RedisServer | undefined;
+  /** Its requests as the router counts them, across revisions (autoscaling, idle periods). */
+  readonly traffic = new Traffic();
   /** Whether what a killed Slipway left for this deployment was ended (once per runtime). */
   reaped = false;
   private queue: Promise<unknown> = Promise.resolve();
@@ -44,7 +48,7 @@ export class DeploymentSlot {
     if (this.name === name) return;
     if (this.active !== undefined) {
       this.router.delete(this.name, this.active);
-      this.router.set(name, this.active, this.id);
+      this.router.set(name, this.active);
     }
     this.name = name;
   }
@@ -53,7 +57,7 @@ export class DeploymentSlot {
   switchTo(group: RevisionGroup): RevisionGroup | undefined {
     const previous = this.active;
     this.active = group;
-    this.router.set(this.name, group, this.id);
+    this.router.set(this.name, group);
     group.supervise();
     return previous;
   }
@@ -68,6 +72,16 @@ export class DeploymentSlot {
       this.retiring.delete(previous);
     }
     log(`slipway: revision ${previous.revisionId} stopped`);
+  }
+
+  /** Every process of the deployment that runs here: active, starting and draining revisions. */
+  async processes(): Promise<ProcessInfo[]> {
+    const groups = [
+      ...(this.active === undefined ? [] : [{ g: this.active, draining: false }]),
+      ...[...this.starting].map((g) => ({ g, draining: false })),
+      ...[...this.retiring].map((g) => ({ g, draining: true })),
+    ];
+    return (await Promise.all(groups.map(({ g, draining }) => g.processes(draining)))).flat();
   }
 
   /** Stops what is starting or draining now, not after its health or drain timeout. */

@@ -1,42 +1,57 @@
 /**
- * What the apps router saw of each deployment's requests: when the last one arrived and how many
- * are in flight now. The reconciler reads `lastRequestAt` (UNUSED); scaling decisions may read
- * `inFlight`. Kept in memory: each Slipway process counts what its own router passes.
+ * One deployment's traffic as the router sees it: requests in flight now, when the last one
+ * started or ended, and the time-weighted average in flight between two reads (what the
+ * autoscaler samples). Kept per deployment, not per revision, so a switch does not reset it.
+ * Anything that needs "when was this app last used" (scale to zero, UNUSED) reads it here.
  */
-export interface DeploymentTraffic {
-  /** Epoch milliseconds of the last request routed to the deployment; undefined: none yet. */
-  lastRequestAt: number | undefined;
-  inFlight: number;
-}
-
 export class Traffic {
-  private readonly byDeployment = new Map<string, DeploymentTraffic>();
+  private count = 0;
+  private last: number | undefined;
+  /** ∫ in-flight dt since `since`, in request·ms. */
+  private area = 0;
+  private since: number;
+  private changedAt: number;
 
-  /** A request for `deploymentId` starts now; the returned function ends it (once). */
-  begin(deploymentId: string, now = Date.now()): () => void {
-    let entry = this.byDeployment.get(deploymentId);
-    if (entry === undefined) {
-      entry = { lastRequestAt: undefined, inFlight: 0 };
-      this.byDeployment.set(deploymentId, entry);
-    }
-    entry.lastRequestAt = now;
-    entry.inFlight++;
-    const counted = entry;
-    let ended = false;
-    return () => {
-      if (ended) return;
-      ended = true;
-      counted.inFlight--;
-    };
+  constructor(private readonly now: () => number = Date.now) {
+    this.since = now();
+    this.changedAt = this.since;
   }
 
-  of(deploymentId: string): DeploymentTraffic {
-    const entry = this.byDeployment.get(deploymentId);
-    return entry === undefined ? { lastRequestAt: undefined, inFlight: 0 } : { ...entry };
+  /** A request is being served (from routing to the end of its response). */
+  begin(): void {
+    this.account();
+    this.count++;
+    this.last = this.changedAt;
   }
 
-  /** Forgets a deployment that is gone (teardown). */
-  forget(deploymentId: string): void {
-    this.byDeployment.delete(deploymentId);
+  end(): void {
+    this.account();
+    this.count = Math.max(0, this.count - 1);
+    this.last = this.changedAt;
+  }
+
+  get inflight(): number {
+    return this.count;
+  }
+
+  /** When a request last started or ended (ms since the epoch); undefined when none ever came. */
+  get lastRequestAt(): number | undefined {
+    return this.last;
+  }
+
+  /** Average in flight since the previous call (or since creation), and starts a new period. */
+  takeAverage(): number {
+    this.account();
+    const elapsed = this.changedAt - this.since;
+    const average = elapsed > 0 ? this.area / elapsed : this.count;
+    this.area = 0;
+    this.since = this.changedAt;
+    return average;
+  }
+
+  private account(): void {
+    const now = this.now();
+    this.area += this.count * (now - this.changedAt);
+    this.changedAt = now;
   }
 }

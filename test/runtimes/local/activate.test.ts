@@ -202,16 +202,16 @@ describe("local runtime: activate", () => {
     // Strict alternation: a, b, a, b, …
     for (let i = 2; i < pids.length; i++) assert.equal(pids[i], pids[i - 2]);
     assert.notEqual(pids[0], pids[1]);
-    assert.match(ctx.text("deploy"), /starting 2 processes/);
+    assert.match(ctx.text("deploy"), /api: 2 process\(es\), deployment_type dev/);
   });
 
-  it("caps min_scale and ignores one that is not a positive whole number", async () => {
+  it("caps min_scale and ignores one that is not a whole number", async () => {
     const rt = runtime({ maxScale: 2 });
     const s = spec({ kind: "directory", path: writeApp(tempDir()) }, { resourceSpec: { min_scale: 50 } });
     await built(rt, s);
     const ctx = phase();
     await rt.activate(s, ctx);
-    assert.match(ctx.text("deploy"), /min_scale 50 is above this machine's limit of 2; running 2/);
+    assert.match(ctx.text("deploy"), /min_scale 50 is above this machine's limit of 2; using 2/);
     const odd = spec(
       { kind: "directory", path: writeApp(tempDir()) },
       { resourceSpec: { min_scale: "lots" } },
@@ -219,7 +219,7 @@ describe("local runtime: activate", () => {
     await built(rt, odd);
     const ctx2 = phase();
     await rt.activate(odd, ctx2);
-    assert.match(ctx2.text("deploy"), /min_scale "lots" is not a positive whole number; running 1 process/);
+    assert.match(ctx2.text("deploy"), /min_scale "lots" is not a whole number ≥ 0; using 1/);
   });
 
   it("memory_limit_mb sets the data segment limit and the Node heap of the app", async () => {

@@ -35,17 +35,18 @@ describe("local runtime: what each resource_spec field does here", () => {
         memory_mb: 256,
         memory_limit_mb: 512,
         queue_min_scale: 1,
+        queue_memory_limit_mb: 128,
         labels: { a: "b" },
         sidecars: [],
       },
       here,
     );
     assert.deepEqual(warnings, [
-      "slipway: warning: resource_spec.queue_min_scale is not enforced locally: this runtime runs API processes only; queue workers are not started",
+      "slipway: warning: resource_spec.queue_memory_limit_mb is not enforced locally: queue workers run with the API processes' limits (cpu_limit, memory_limit_mb)",
       "slipway: warning: resource_spec.labels is not enforced locally: a Kubernetes setting; the local runtime runs no pods",
     ]);
     assert.deepEqual(unenforcedWarnings(null, here), []);
-    assert.deepEqual(unenforcedWarnings({ queue_min_scale: null }, here), []);
+    assert.deepEqual(unenforcedWarnings({ queue_max_scale: null }, here), []);
   });
 
   it("cpu_limit is enforced for images and where the cpu controller is writable; db fields only with an app database", () => {
