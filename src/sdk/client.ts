@@ -102,10 +102,10 @@ export function createSlipway(opts: SlipwayOptions): Slipway {
       return await fetchImpl(input, init);
     } catch (err) {
       if (init?.signal?.aborted || (input instanceof Request && input.signal.aborted)) throw err;
-      throw new SlipwayError(
-        0,
-        `Cannot reach ${baseUrl}: ${err instanceof Error ? err.message : String(err)}`,
-      );
+      // Node's fetch says only "fetch failed"; the reason (ECONNREFUSED, ENOTFOUND…) is its cause.
+      const cause = err instanceof Error && err.cause instanceof Error ? err.cause.message : undefined;
+      const reason = cause ?? (err instanceof Error ? err.message : String(err));
+      throw new SlipwayError(0, `Cannot reach ${baseUrl}: ${reason}`);
     }
   };
   const api = createClient<paths>({ baseUrl, headers, fetch: guarded });
