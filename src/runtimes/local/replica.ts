@@ -33,6 +33,8 @@ export interface ReplicaOptions {
   restartBackoffMs: number;
   log: (line: string) => void;
   record: ProcessRecord;
+  /** Told of each crash restart (the console's restart chart). */
+  onRestart?: () => void;
 }
 
 const MAX_BACKOFF_MS = 30_000;
@@ -234,6 +236,7 @@ export class Replica {
     if (Date.now() - this.startedAt >= STABLE_MS) this.crashes = 0;
     const delay = Math.min(MAX_BACKOFF_MS, this.o.restartBackoffMs * 2 ** this.crashes);
     this.crashes++;
+    this.o.onRestart?.();
     this.o.log(`slipway: process ${this.o.label} ${this.exitInfo ?? "stopped"}; restarting in ${delay} ms`);
     this.state = "waiting";
     this.restartTimer = setTimeout(() => void this.restart(), delay);

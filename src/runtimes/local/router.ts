@@ -12,6 +12,7 @@ import { connect, type Socket } from "node:net";
 import type { Duplex } from "node:stream";
 import type { RevisionGroup } from "./group.ts";
 import type { Replica } from "./replica.ts";
+import { recordRequest } from "./traffic.ts";
 
 /** Headers that describe one connection, not the message; a proxy must not pass them on. */
 const HOP_BY_HOP = new Set([
@@ -158,7 +159,12 @@ export class AppsRouter {
       sendJson(res, target.status, target.detail);
       return;
     }
-    res.once("close", () => target.release());
+    const name = this.nameOf(req.headers.host) ?? "";
+    const started = performance.now();
+    res.once("close", () => {
+      target.release();
+      recordRequest(name, performance.now() - started, res.statusCode);
+    });
     const withBody = hasBody(req);
     const headers = forwardedHeaders(req);
     const send = (fresh: boolean) => {

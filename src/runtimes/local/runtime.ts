@@ -22,6 +22,7 @@ import { buildRevision, isRevisionBuilt, type PhaseHandles, prepareRevision, rev
 import { Replica } from "./replica.ts";
 import { AppsRouter } from "./router.ts";
 import { DeploymentSlot } from "./slot.ts";
+import { recordRestart } from "./traffic.ts";
 
 export type { LocalRuntimeOptions, RuntimeLogger } from "./options.ts";
 
@@ -181,6 +182,7 @@ export class LocalRuntime implements Runtime {
           restartBackoffMs: this.restartBackoffMs,
           log,
           record: state.record,
+          onRestart: () => recordRestart(spec.deploymentName),
         }),
       );
     }
