@@ -1,4 +1,5 @@
 import type { Registry } from "prom-client";
+import { consoleRoutes } from "./console/serve.ts";
 import type { App } from "./http/types.ts";
 import { platformRoutes } from "./platform/routes.ts";
 import { agentConnectionRoutes } from "./resources/agent-connections/routes.ts";
@@ -37,4 +38,5 @@ export async function routes(app: App, opts: { metrics: Registry }): Promise<voi
   await app.register(uploadRoutes);
   await app.register(templateRoutes);
   await app.register(revisionLogRoutes);
+  await app.register(consoleRoutes);
 }

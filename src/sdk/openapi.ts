@@ -9137,6 +9137,170 @@ export interface paths {
         };
         trace?: never;
     };
+    "/v2/deployments/{deployment_id}/metrics": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Request rate, latency and restarts of a deployment's app, per minute
+         * @description Counted by the apps router of the serving process since it started (kept 24 hours): one point a minute over `window`, oldest first, empty minutes as zeros.
+         */
+        get: {
+            parameters: {
+                query?: {
+                    window?: "15m" | "1h" | "6h" | "24h";
+                };
+                header?: never;
+                path: {
+                    deployment_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            bucket_seconds: number;
+                            /** Format: uuid */
+                            deployment_id: string;
+                            points: {
+                                /** Format: date-time */
+                                at: string;
+                                /** @description Answers with status 500 or more. */
+                                errors: number;
+                                latency_avg_ms: number | null;
+                                latency_max_ms: number | null;
+                                requests: number;
+                                /** @description Process restarts after a crash. */
+                                restarts: number;
+                            }[];
+                            window: string;
+                        };
+                    };
+                };
+                /** @description Missing, unknown or revoked API key. */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description The key's role, workspace binding or X-Tenant-Id does not allow this. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description `detail` is a sentence, or for 422 a list of field errors. */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description The headers or the body did not arrive in time (SLIPWAY_HEADERS_TIMEOUT_MS, SLIPWAY_REQUEST_TIMEOUT_MS); the connection is closed. */
+                408: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description The request does not satisfy the schema or a field rule; `detail` lists each field. Also: a NUL byte or invalid Unicode in any string, JSON nested over 32 levels, numbers beyond ±2^53, numeric query parameters not in plain decimal digits or beyond their range, array-form parameters (`limit[]`). */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description Too many requests for this API key, or too many failed authentications (401) from this client address; retry after Retry-After seconds. */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description A fault on the server; the body never carries internals. */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v2/deployments/{deployment_id}/revisions": {
         parameters: {
             query?: never;
