@@ -8,7 +8,6 @@ export function useLoad<T>(
 ): { data?: T; error?: string; reload: () => void } {
   const [state, setState] = useState<{ data?: T; error?: string }>({});
   const [tick, setTick] = useState(0);
-  // biome-ignore lint/correctness/useExhaustiveDependencies: callers list what their loader reads.
   useEffect(() => {
     let live = true;
     load().then(
