@@ -1,8 +1,10 @@
 import type { Registry } from "prom-client";
+import { consoleRoutes } from "./console/serve.ts";
 import type { App } from "./http/types.ts";
 import { platformRoutes } from "./platform/routes.ts";
 import { agentConnectionRoutes } from "./resources/agent-connections/routes.ts";
 import { apiKeyRoutes } from "./resources/api-keys/routes.ts";
+import { deploymentMetricsRoutes } from "./resources/deployments/metrics.ts";
 import { deploymentRoutes } from "./resources/deployments/routes.ts";
 import { integrationRoutes } from "./resources/integrations/routes.ts";
 import { oauthFlowRoutes } from "./resources/oauth-flows/routes.ts";
@@ -24,6 +26,7 @@ export async function routes(app: App, opts: { metrics: Registry }): Promise<voi
   await app.register(workspaceRoutes);
   await app.register(apiKeyRoutes);
   await app.register(deploymentRoutes);
+  await app.register(deploymentMetricsRoutes);
   await app.register(revisionRoutes);
   await app.register(tracingProjectRoutes);
   await app.register(tagRoutes);
@@ -35,4 +38,5 @@ export async function routes(app: App, opts: { metrics: Registry }): Promise<voi
   await app.register(uploadRoutes);
   await app.register(templateRoutes);
   await app.register(revisionLogRoutes);
+  await app.register(consoleRoutes);
 }

@@ -1,22 +1,22 @@
-import { ConfigError, loadConfig } from "../config.ts";
-import { addKeyToFile, loadKeyring } from "../crypto/master-key.ts";
-import { rotateSecrets } from "../crypto/rotate.ts";
-import { openDatabase } from "../db/client.ts";
-import { migrate } from "../db/migrate.ts";
-import { envelopeColumns } from "../resources/envelopes.ts";
-import { startServer } from "../server.ts";
+import { ConfigError } from "../config.ts";
+import { CLIENT_USAGE, isClientCommand, runClient } from "./client.ts";
 
 const USAGE = `Usage: slipway <command>
 
-Commands:
+Server commands:
   serve                 run the API server (what \`npm start\` runs)
   migrate               apply pending database migrations and exit
   keys rotate [--new]   re-encrypt every stored secret under the active master key;
                         with --new (embedded key file only) first generate a new active key
 
-Configuration comes from the environment: see README.md.`;
+Server configuration comes from the environment: see README.md.
 
+${CLIENT_USAGE}`;
+
+// Server modules load only for server commands, so client commands start quickly.
 async function serve(): Promise<void> {
+  const { loadConfig } = await import("../config.ts");
+  const { startServer } = await import("../server.ts");
   const server = await startServer(loadConfig());
   let signalled = false;
   const shutdown = (signal: string) => {
@@ -36,6 +36,9 @@ async function serve(): Promise<void> {
 }
 
 async function migrateOnly(): Promise<void> {
+  const { loadConfig } = await import("../config.ts");
+  const { openDatabase } = await import("../db/client.ts");
+  const { migrate } = await import("../db/migrate.ts");
   const db = await openDatabase(loadConfig().database);
   try {
     const ran = await migrate(db);
@@ -46,6 +49,12 @@ async function migrateOnly(): Promise<void> {
 }
 
 async function rotate(args: string[]): Promise<void> {
+  const { loadConfig } = await import("../config.ts");
+  const { addKeyToFile, loadKeyring } = await import("../crypto/master-key.ts");
+  const { rotateSecrets } = await import("../crypto/rotate.ts");
+  const { openDatabase } = await import("../db/client.ts");
+  const { migrate } = await import("../db/migrate.ts");
+  const { envelopeColumns } = await import("../resources/envelopes.ts");
   const config = loadConfig();
   if (args.includes("--new")) {
     if (config.masterKey) {
@@ -77,12 +86,17 @@ async function main(argv: string[]): Promise<void> {
       return migrateOnly();
     case "keys":
       if (rest[0] === "rotate") return rotate(rest.slice(1));
-      break;
+      process.exitCode = await runClient("keys", rest);
+      return;
     case undefined:
     case "help":
     case "--help":
       console.log(USAGE);
       return;
+  }
+  if (command && isClientCommand(command)) {
+    process.exitCode = await runClient(command, rest);
+    return;
   }
   console.error(USAGE);
   process.exitCode = 2;

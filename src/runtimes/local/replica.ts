@@ -39,6 +39,8 @@ export interface ReplicaOptions {
   /** Keeps the last lines the app printed, for the end of a failed deploy's log. */
   tail?: Tail;
   record: ProcessRecord;
+  /** Told of each crash restart (the console's restart chart). */
+  onRestart?: () => void;
 }
 
 /** A queue worker (no health check) counts as started once it has stayed up this long. */
@@ -304,6 +306,7 @@ export class Replica {
     if (Date.now() - this.startedAt >= STABLE_MS) this.crashes = 0;
     const delay = Math.min(MAX_BACKOFF_MS, this.o.restartBackoffMs * 2 ** this.crashes);
     this.crashes++;
+    this.o.onRestart?.();
     this.o.log(`slipway: process ${this.o.label} ${this.exitInfo ?? "stopped"}; restarting in ${delay} ms`);
     this.state = "waiting";
     this.restartTimer = setTimeout(() => void this.restart(), delay);

@@ -13,6 +13,7 @@ import { connect, type Socket } from "node:net";
 import type { Duplex } from "node:stream";
 import type { RevisionGroup } from "./group.ts";
 import type { Replica } from "./replica.ts";
+import { recordRequest } from "./request-metrics.ts";
 
 /** Headers that describe one connection, not the message; a proxy must not pass them on. */
 const HOP_BY_HOP = new Set([
@@ -211,12 +212,16 @@ export class AppsRouter {
         target.release();
         return;
       }
-      this.proxy(req, res, target);
+      this.proxy(req, res, admitted.name, target);
     });
   }
 
-  private proxy(req: IncomingMessage, res: ServerResponse, target: Replica): void {
-    res.once("close", () => target.release());
+  private proxy(req: IncomingMessage, res: ServerResponse, name: string, target: Replica): void {
+    const started = performance.now();
+    res.once("close", () => {
+      target.release();
+      recordRequest(name, performance.now() - started, res.statusCode);
+    });
     const withBody = hasBody(req);
     const headers = forwardedHeaders(req);
     const send = (fresh: boolean) => {

@@ -24,6 +24,7 @@ import { DEFAULT_SCALING, type LocalRuntimeOptions, type ScalingOptions } from "
 import { ProcessRecord } from "./orphans.ts";
 import { buildRevision, isRevisionBuilt, type PhaseHandles, prepareRevision, revisionLog } from "./phases.ts";
 import { Replica } from "./replica.ts";
+import { recordRestart } from "./request-metrics.ts";
 import { AppsRouter } from "./router.ts";
 import { DeploymentSlot } from "./slot.ts";
 import type { Traffic } from "./traffic.ts";
@@ -214,6 +215,7 @@ export class LocalRuntime implements Runtime {
           log,
           tail,
           record: state.record,
+          onRestart: () => recordRestart(spec.deploymentName),
         }),
       // min_scale 0 still starts one: the deploy proves the revision answers before it idles.
       web: Math.max(1, scale.web.min),

@@ -1,0 +1,297 @@
+// One deployment: status, URL, revisions timeline, live logs, actions, secrets, spec, tags, charts.
+import { useEffect, useState } from "preact/hooks";
+import { type Deployment, type Revision, unwrap } from "../../sdk/client.ts";
+import { followLogs, isTerminalStatus } from "../../sdk/revisions.ts";
+import { Metrics } from "./charts.tsx";
+import type { Session } from "./session.ts";
+import { ErrorBox, Section, Status, useAction, useLoad } from "./ui.tsx";
+
+function LiveLog({ session, dep, revisionId }: { session: Session; dep: Deployment; revisionId: string }) {
+  const [type, setType] = useState<"build" | "deploy">("build");
+  const [lines, setLines] = useState<string[]>([]);
+  const [error, setError] = useState<string>();
+  useEffect(() => {
+    const abort = new AbortController();
+    setLines([]);
+    setError(undefined);
+    (async () => {
+      for await (const l of followLogs(session.client, dep.id, revisionId, { type, signal: abort.signal })) {
+        setLines((prev) => [...prev.slice(-1999), l.line]);
+      }
+    })().catch((err: unknown) => {
+      if (!abort.signal.aborted) setError(err instanceof Error ? err.message : String(err));
+    });
+    return () => abort.abort();
+  }, [dep.id, revisionId, type, session]);
+  return (
+    <div>
+      <div class="tabs" role="tablist">
+        {(["build", "deploy"] as const).map((t) => (
+          <button type="button" role="tab" aria-selected={t === type} onClick={() => setType(t)}>
+            {t} log
+          </button>
+        ))}
+      </div>
+      <ErrorBox error={error} />
+      <pre class="log" data-testid="log">
+        {lines.join("\n") || "(no lines yet)"}
+      </pre>
+    </div>
+  );
+}
+
+function Secrets({ session, dep, onSaved }: { session: Session; dep: Deployment; onSaved: () => void }) {
+  const [rows, setRows] = useState(dep.secrets.map((s) => ({ ...s })));
+  const action = useAction(onSaved);
+  useEffect(() => setRows(dep.secrets.map((s) => ({ ...s }))), [dep]);
+  const writable = session.role !== "viewer";
+  const save = () =>
+    action.run(() =>
+      unwrap(
+        session.client.api.PATCH("/v2/deployments/{deployment_id}", {
+          params: { path: { deployment_id: dep.id } },
+          body: { secrets: rows.filter((r) => r.name) },
+        }),
+      ),
+    );
+  return (
+    <div class="secrets">
+      <p class="muted">Values are shown masked; a masked value is kept as stored when you save.</p>
+      {rows.map((r, i) => (
+        <div class="row">
+          <input
+            aria-label="Secret name"
+            value={r.name}
+            disabled={!writable}
+            onInput={(e) =>
+              setRows(rows.map((x, j) => (j === i ? { ...x, name: e.currentTarget.value } : x)))
+            }
+          />
+          <input
+            aria-label={`Value of ${r.name}`}
+            value={r.value}
+            disabled={!writable}
+            onInput={(e) =>
+              setRows(rows.map((x, j) => (j === i ? { ...x, value: e.currentTarget.value } : x)))
+            }
+          />
+          {writable && (
+            <button type="button" onClick={() => setRows(rows.filter((_, j) => j !== i))}>
+              Remove
+            </button>
+          )}
+        </div>
+      ))}
+      {writable && (
+        <div class="toolbar">
+          <button type="button" onClick={() => setRows([...rows, { name: "", value: "" }])}>
+            Add secret
+          </button>
+          <button type="button" class="primary" disabled={action.busy} onClick={save}>
+            Save secrets (new revision)
+          </button>
+        </div>
+      )}
+      <ErrorBox error={action.error} />
+    </div>
+  );
+}
+
+function Timeline({
+  session,
+  dep,
+  revisions,
+  selected,
+  select,
+  changed,
+}: {
+  session: Session;
+  dep: Deployment;
+  revisions: Revision[];
+  selected?: string;
+  select: (id: string) => void;
+  changed: () => void;
+}) {
+  const action = useAction(changed);
+  const writable = session.role !== "viewer";
+  const path = (rid: string) => ({ params: { path: { deployment_id: dep.id, revision_id: rid } } });
+  return (
+    <ol class="timeline">
+      <ErrorBox error={action.error} />
+      {revisions.map((r, i) => (
+        <li class={r.id === selected ? "selected" : ""}>
+          <div class="toolbar">
+            <button type="button" class="link" onClick={() => select(r.id)}>
+              #{revisions.length - i} {r.id.slice(0, 8)}
+            </button>
+            <Status status={r.status} />
+            {r.id === dep.active_revision_id && <span class="badge">active</span>}
+            {writable &&
+              r.id !== dep.active_revision_id &&
+              r.status_history.some((h) => h.status === "DEPLOYED") && (
+                <button
+                  type="button"
+                  onClick={() =>
+                    action.run(() =>
+                      unwrap(
+                        session.client.api.POST(
+                          "/v2/deployments/{deployment_id}/revisions/{revision_id}/redeploy",
+                          path(r.id),
+                        ),
+                      ),
+                    )
+                  }
+                >
+                  Roll back to this
+                </button>
+              )}
+            {writable && !isTerminalStatus(r.status) && (
+              <button
+                type="button"
+                onClick={() =>
+                  action.run(() =>
+                    unwrap(
+                      session.client.api.POST(
+                        "/v2/deployments/{deployment_id}/revisions/{revision_id}/interrupt",
+                        path(r.id),
+                      ),
+                    ),
+                  )
+                }
+              >
+                Interrupt
+              </button>
+            )}
+          </div>
+          <div class="muted">
+            {r.status_history.map((h) => `${h.status} ${new Date(h.at).toLocaleTimeString()}`).join(" → ")}
+          </div>
+          {r.status_message && <div class="error">{r.status_message}</div>}
+        </li>
+      ))}
+    </ol>
+  );
+}
+
+export function DeploymentPage({ session, id }: { session: Session; id: string }) {
+  const [selected, setSelected] = useState<string>();
+  const dep = useLoad(
+    () =>
+      unwrap(
+        session.client.api.GET("/v2/deployments/{deployment_id}", {
+          params: { path: { deployment_id: id } },
+        }),
+      ),
+    [id],
+  );
+  const revs = useLoad(
+    () =>
+      unwrap(
+        session.client.api.GET("/v2/deployments/{deployment_id}/revisions", {
+          params: { path: { deployment_id: id }, query: { limit: 50 } },
+        }),
+      ),
+    [id],
+  );
+  const tags = useLoad(
+    () =>
+      unwrap(
+        session.client.api.GET("/v2/deployments/{deployment_id}/tags", {
+          params: { path: { deployment_id: id } },
+        }),
+      ),
+    [id],
+  );
+  const reload = () => {
+    dep.reload();
+    revs.reload();
+  };
+  const busy = revs.data?.resources.some((r) => !isTerminalStatus(r.status));
+  // While a revision is in progress the timeline refreshes itself.
+  useEffect(() => {
+    if (!busy) return;
+    const t = setInterval(reload, 1500);
+    return () => clearInterval(t);
+  }, [busy]);
+  const redeploy = useAction(reload);
+  const d = dep.data;
+  if (dep.error) return <ErrorBox error={dep.error} />;
+  if (!d) return <p class="muted">Loading…</p>;
+  const shown = selected ?? revs.data?.resources[0]?.id;
+  return (
+    <section>
+      <h2>
+        {d.name} <Status status={d.status} />
+      </h2>
+      <p>
+        URL:{" "}
+        {d.source_config.custom_url ? (
+          <a href={d.source_config.custom_url} target="_blank" rel="noreferrer" data-testid="app-url">
+            {d.source_config.custom_url}
+          </a>
+        ) : (
+          "–"
+        )}{" "}
+        · source {d.source} · id <code>{d.id}</code>
+      </p>
+      {session.role !== "viewer" && d.latest_revision_id && (
+        <div class="toolbar">
+          <button
+            type="button"
+            disabled={redeploy.busy}
+            onClick={() =>
+              redeploy.run(() =>
+                unwrap(
+                  session.client.api.POST(
+                    "/v2/deployments/{deployment_id}/revisions/{revision_id}/redeploy",
+                    {
+                      params: { path: { deployment_id: d.id, revision_id: d.latest_revision_id ?? "" } },
+                    },
+                  ),
+                ),
+              )
+            }
+          >
+            Redeploy
+          </button>
+        </div>
+      )}
+      <ErrorBox error={redeploy.error} />
+      <div class="columns">
+        <Section title="Revisions">
+          <ErrorBox error={revs.error} />
+          {revs.data && (
+            <Timeline
+              session={session}
+              dep={d}
+              revisions={revs.data.resources}
+              selected={shown}
+              select={setSelected}
+              changed={reload}
+            />
+          )}
+        </Section>
+        <Section title="Logs">
+          {shown ? <LiveLog session={session} dep={d} revisionId={shown} /> : <p>No revision.</p>}
+        </Section>
+      </div>
+      <Section title="Traffic (last hour)">
+        <Metrics session={session} deploymentId={d.id} />
+      </Section>
+      <Section title="Secrets">
+        <Secrets session={session} dep={d} onSaved={reload} />
+      </Section>
+      <Section title="Resource spec">
+        <pre>{JSON.stringify(d.source_config.resource_spec ?? {}, null, 2)}</pre>
+      </Section>
+      <Section title="Tags">
+        <ErrorBox error={tags.error} />
+        <p>
+          {tags.data?.length
+            ? tags.data.map((t) => <span class="badge">{JSON.stringify(t)}</span>)
+            : "No tags."}
+        </p>
+      </Section>
+    </section>
+  );
+}

@@ -1,0 +1,39 @@
+// The signed-in key lives in this tab's session storage only; signing out removes it.
+import { createSlipway, type Slipway, unwrap } from "../../sdk/client.ts";
+
+const KEY = "slipway.apiKey";
+
+/** The API's URL: everything before `/console` in this page's path (so SLIPWAY_BASE_PATH works). */
+export function apiBase(): string {
+  const path = location.pathname;
+  const at = path.lastIndexOf("/console");
+  return location.origin + (at >= 0 ? path.slice(0, at) : "");
+}
+
+export type Role = "admin" | "member" | "viewer";
+
+export interface Session {
+  client: Slipway;
+  role: Role;
+}
+
+export const storedKey = (): string | null => sessionStorage.getItem(KEY);
+export const signOut = (): void => sessionStorage.removeItem(KEY);
+
+/**
+ * Checks the key and finds its role without changing anything: the key list answers admins only,
+ * and an empty tag-key create is refused by role (403) before its body is checked (422).
+ */
+export async function signIn(apiKey: string): Promise<Session> {
+  const client = createSlipway({ baseUrl: apiBase(), apiKey });
+  await unwrap(client.api.GET("/v1/workspaces", {}));
+  sessionStorage.setItem(KEY, apiKey);
+  const keys = await client.api.GET("/v1/api-keys", {});
+  if (keys.response.ok) return { client, role: "admin" };
+  const probe = await client.fetch(`${apiBase()}/v2/tags/keys`, {
+    method: "POST",
+    headers: { ...client.headers, "content-type": "application/json" },
+    body: "{}",
+  });
+  return { client, role: probe.status === 403 ? "viewer" : "member" };
+}

@@ -1,0 +1,76 @@
+// Small shared pieces: loading data, errors, status badges, tables.
+import type { ComponentChildren } from "preact";
+import { useCallback, useEffect, useState } from "preact/hooks";
+
+export function useLoad<T>(
+  load: () => Promise<T>,
+  deps: unknown[],
+): { data?: T; error?: string; reload: () => void } {
+  const [state, setState] = useState<{ data?: T; error?: string }>({});
+  const [tick, setTick] = useState(0);
+  useEffect(() => {
+    let live = true;
+    load().then(
+      (data) => live && setState({ data }),
+      (err: unknown) => live && setState({ error: err instanceof Error ? err.message : String(err) }),
+    );
+    return () => {
+      live = false;
+    };
+  }, [...deps, tick]);
+  const reload = useCallback(() => setTick((t) => t + 1), []);
+  return { ...state, reload };
+}
+
+export function ErrorBox({ error }: { error?: string }) {
+  return error ? (
+    <pre class="error" role="alert">
+      {error}
+    </pre>
+  ) : null;
+}
+
+export function Status({ status }: { status: string }) {
+  const kind = /FAILED|UNKNOWN/.test(status)
+    ? "bad"
+    : status === "DEPLOYED" || status === "READY"
+      ? "good"
+      : /SKIPPED|INTERRUPTED|UNUSED/.test(status)
+        ? "muted"
+        : "busy";
+  return <span class={`status ${kind}`}>{status}</span>;
+}
+
+export function Section({ title, children }: { title: string; children: ComponentChildren }) {
+  return (
+    <section>
+      <h2>{title}</h2>
+      {children}
+    </section>
+  );
+}
+
+/** Runs an action, reporting its error; `done` after success. */
+export function useAction(done: () => void): {
+  run: (f: () => Promise<unknown>) => void;
+  error?: string;
+  busy: boolean;
+} {
+  const [error, setError] = useState<string>();
+  const [busy, setBusy] = useState(false);
+  const run = (f: () => Promise<unknown>) => {
+    setBusy(true);
+    setError(undefined);
+    f().then(
+      () => {
+        setBusy(false);
+        done();
+      },
+      (err: unknown) => {
+        setBusy(false);
+        setError(err instanceof Error ? err.message : String(err));
+      },
+    );
+  };
+  return { run, error, busy };
+}

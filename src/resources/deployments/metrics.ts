@@ -1,0 +1,62 @@
+// GET /v2/deployments/{id}/metrics: the console's charts, from what this process's apps router
+// counted (src/runtimes/local/request-metrics.ts).
+import { Type } from "@sinclair/typebox";
+import { workspaceOf } from "../../http/auth.ts";
+import { ErrorBody, notFound } from "../../http/errors.ts";
+import { StringEnum } from "../../http/schemas.ts";
+import type { App } from "../../http/types.ts";
+import { BUCKET_MS, trafficSeries } from "../../runtimes/local/request-metrics.ts";
+import { findDeployment } from "./record.ts";
+import { DeploymentParams } from "./schema.ts";
+
+const WINDOWS = { "15m": 15, "1h": 60, "6h": 360, "24h": 1440 } as const;
+type Window = keyof typeof WINDOWS;
+
+const Point = Type.Object({
+  at: Type.String({ format: "date-time" }),
+  requests: Type.Integer(),
+  errors: Type.Integer({ description: "Answers with status 500 or more." }),
+  latency_avg_ms: Type.Union([Type.Number(), Type.Null()]),
+  latency_max_ms: Type.Union([Type.Number(), Type.Null()]),
+  restarts: Type.Integer({ description: "Process restarts after a crash." }),
+});
+
+const Metrics = Type.Object({
+  deployment_id: Type.String({ format: "uuid" }),
+  window: Type.String(),
+  bucket_seconds: Type.Integer(),
+  points: Type.Array(Point),
+});
+
+export async function deploymentMetricsRoutes(app: App): Promise<void> {
+  app.get(
+    "/v2/deployments/:deployment_id/metrics",
+    {
+      schema: {
+        tags: ["deployments"],
+        summary: "Request rate, latency and restarts of a deployment's app, per minute",
+        description:
+          "Counted by the apps router of the serving process since it started (kept 24 hours): one point " +
+          "a minute over `window`, oldest first, empty minutes as zeros.",
+        params: DeploymentParams,
+        querystring: Type.Object({ window: Type.Optional(StringEnum(["15m", "1h", "6h", "24h"] as const)) }),
+        response: { 200: Metrics, 404: ErrorBody },
+      },
+    },
+    async (request) => {
+      const dep = await findDeployment(
+        app.deps.db,
+        workspaceOf(request).workspaceId,
+        request.params.deployment_id,
+      );
+      if (!dep) throw notFound("Deployment not found.");
+      const window: Window = request.query.window ?? "1h";
+      return {
+        deployment_id: dep.id,
+        window,
+        bucket_seconds: BUCKET_MS / 1000,
+        points: trafficSeries(dep.name, WINDOWS[window] * 60_000),
+      };
+    },
+  );
+}

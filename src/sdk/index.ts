@@ -1,0 +1,4 @@
+// `slipway/sdk`: the typed client and the helpers every client needs.
+export * from "./client.ts";
+export * from "./revisions.ts";
+export * from "./upload.ts";

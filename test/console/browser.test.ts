@@ -1,0 +1,113 @@
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { after, before, it } from "node:test";
+import { type Browser, chromium, type Page } from "playwright-core";
+import { AppDatabases } from "../../src/reconciler/app-database.ts";
+import { type RunningReconciler, startReconciler } from "../../src/reconciler/start.ts";
+import { appGet, e2eEnv, freePort, gitRoot } from "../e2e/stack.ts";
+import { TEST_DATABASE_URL } from "../helpers/databases.ts";
+import { forEachDatabase } from "../helpers/harness.ts";
+import { REPO_ROOT } from "../helpers/process.ts";
+
+const git = gitRoot();
+const appsPort = await freePort();
+const apiPort = await freePort();
+const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
+const LONG = 180_000;
+
+async function signIn(page: Page, base: string, key: string): Promise<void> {
+  await page.goto(`${base}/console/`);
+  await page.fill('input[name="api-key"]', key);
+  await page.click('button:has-text("Sign in")');
+  await page.waitForSelector("h2:has-text('Deployments')");
+}
+
+forEachDatabase(
+  "the console in Chromium",
+  (suite, kind) => {
+    let browser: Browser;
+    let stack: RunningReconciler | undefined;
+    let page: Page;
+    const base = `http://127.0.0.1:${apiPort}`;
+    const name = `console-${kind}`;
+    let deploymentUrl = "";
+    before(async () => {
+      await suite.ctx.app.listen({ port: apiPort, host: "127.0.0.1" });
+      stack = await startReconciler(suite.ctx, suite.ctx.app.log);
+      browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox"] });
+      page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    });
+    after(async () => {
+      await browser?.close();
+      await stack?.stop();
+      const id = deploymentUrl.split("/").at(-1);
+      if (id) await new AppDatabases(TEST_DATABASE_URL, suite.ctx.keyring).drop(id).catch(() => undefined);
+    });
+
+    it("signs in, creates a template deployment and watches it reach DEPLOYED with logs", async () => {
+      await signIn(page, base, suite.ctx.keys.admin);
+      await page.click("a:has-text('New deployment')");
+      await page.fill('input[name="name"]', name);
+      await page.fill('textarea[name="secrets"]', "GREETING=from-console");
+      await page.click('button:has-text("Create")');
+      await page.waitForURL(/#\/deployments\/[0-9a-f-]{36}$/);
+      deploymentUrl = page.url();
+      await page.waitForSelector(".timeline .status.good:has-text('DEPLOYED')", { timeout: LONG });
+      await page.waitForFunction(
+        () => (document.querySelector("[data-testid=log]")?.textContent ?? "").length > 20,
+        null,
+        {
+          timeout: LONG,
+        },
+      );
+      const url = await page.textContent("[data-testid=app-url]");
+      assert.ok(url);
+      assert.equal((await appGet(url)).status, 200);
+      if (kind === "pglite")
+        await page.screenshot({ path: join(REPO_ROOT, "docs", "console-deployment.png"), fullPage: true });
+    });
+
+    it("edits a secret (a new revision) and rolls back to the first revision", async () => {
+      await page.goto(deploymentUrl);
+      await page.waitForSelector("input[aria-label='Value of GREETING']");
+      await page.fill("input[aria-label='Value of GREETING']", "edited");
+      await page.click("button:has-text('Save secrets')");
+      await page.waitForFunction(() => document.querySelectorAll(".timeline li").length === 2, null, {
+        timeout: LONG,
+      });
+      await page.waitForFunction(
+        () => document.querySelectorAll(".timeline .status.good").length === 2,
+        null,
+        { timeout: LONG },
+      );
+      await page.click("button:has-text('Roll back to this')");
+      await page.waitForFunction(() => document.querySelectorAll(".timeline li").length === 3, null, {
+        timeout: LONG,
+      });
+      await page.waitForFunction(
+        () => document.querySelectorAll(".timeline .status.good").length === 3,
+        null,
+        { timeout: LONG },
+      );
+    });
+
+    it("signs out (the key leaves session storage); a viewer sees no write buttons", async () => {
+      await page.goto(`${base}/console/#/deployments`);
+      await page.waitForSelector("h2:has-text('Deployments')");
+      if (kind === "pglite")
+        await page.screenshot({ path: join(REPO_ROOT, "docs", "console-deployments.png") });
+      await page.click("button:has-text('Sign out')");
+      await page.waitForSelector('input[name="api-key"]');
+      assert.equal(await page.evaluate(() => sessionStorage.length), 0);
+      await signIn(page, base, suite.ctx.keys.viewer);
+      assert.equal(await page.locator("a:has-text('New deployment')").count(), 0);
+      await page.goto(deploymentUrl);
+      await page.waitForSelector(".timeline li");
+      for (const label of ["Redeploy", "Roll back to this", "Save secrets", "Interrupt", "Add secret"]) {
+        assert.equal(await page.locator(`button:has-text('${label}')`).count(), 0, `viewer sees ${label}`);
+      }
+      await page.click("button:has-text('Sign out')");
+    });
+  },
+  { env: { ...e2eEnv(git.root, appsPort), SLIPWAY_PUBLIC_URL: `http://127.0.0.1:${apiPort}` } },
+);
