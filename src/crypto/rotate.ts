@@ -23,21 +23,21 @@ export async function rotateSecrets(
 ): Promise<RotationResult[]> {
   const results: RotationResult[] = [];
   const activePrefix = `sw1.${keyring.activeKid}.%`;
-  for (const { table, column } of columns) {
+  for (const { table, column, contextId } of columns) {
     const t = sql.identifier(table);
     const c = sql.identifier(column);
     let rewrapped = 0;
     let after = "00000000-0000-0000-0000-000000000000";
     for (;;) {
-      const batch = await rows<{ id: string; value: string }>(
+      const batch = await rows<{ id: string; ctx: string; value: string }>(
         orm,
-        sql`SELECT id::text AS id, ${c} AS value FROM ${t}
+        sql`SELECT id::text AS id, ${sql.raw(contextId ?? "id::text")} AS ctx, ${c} AS value FROM ${t}
             WHERE ${c} IS NOT NULL AND ${c} NOT LIKE ${activePrefix} AND id > ${after}::uuid
             ORDER BY id LIMIT ${BATCH}`,
       );
       if (batch.length === 0) break;
       for (const row of batch) {
-        const next = keyring.reencrypt(row.value, encryptionContext(table, column, row.id));
+        const next = keyring.reencrypt(row.value, encryptionContext(table, column, row.ctx));
         const updated = await rows<{ id: string }>(
           orm,
           sql`UPDATE ${t} SET ${c} = ${next} WHERE id = ${row.id}::uuid AND ${c} = ${row.value} RETURNING id`,

@@ -1,6 +1,6 @@
 import { workspaceOf } from "../../http/auth.ts";
 import { ErrorBody } from "../../http/errors.ts";
-import type { App } from "../../http/types.ts";
+import { type App, sendStored } from "../../http/types.ts";
 import { Deployment, DeploymentParams } from "../deployments/schema.ts";
 import { ListRevisionsQuery, Revision, RevisionList, RevisionParams } from "./schema.ts";
 import { getRevision, interruptRevision, listRevisions, redeployRevision } from "./service.ts";
@@ -22,8 +22,17 @@ export async function revisionRoutes(app: App): Promise<void> {
         response: { 200: RevisionList },
       },
     },
-    async (request) =>
-      listRevisions(deps.db, workspaceOf(request).workspaceId, request.params.deployment_id, request.query),
+    // Bodies are the stored records (a list assembled by PostgreSQL), sent as they are.
+    async (request, reply) =>
+      sendStored(
+        reply,
+        await listRevisions(
+          deps.db,
+          workspaceOf(request).workspaceId,
+          request.params.deployment_id,
+          request.query,
+        ),
+      ),
   );
 
   app.get(
@@ -31,12 +40,15 @@ export async function revisionRoutes(app: App): Promise<void> {
     {
       schema: { tags, summary: "Get a revision", params: RevisionParams, response: { 200: Revision } },
     },
-    async (request) =>
-      getRevision(
-        deps.db,
-        workspaceOf(request).workspaceId,
-        request.params.deployment_id,
-        request.params.revision_id,
+    async (request, reply) =>
+      sendStored(
+        reply,
+        await getRevision(
+          deps.db,
+          workspaceOf(request).workspaceId,
+          request.params.deployment_id,
+          request.params.revision_id,
+        ),
       ),
   );
 
@@ -50,13 +62,16 @@ export async function revisionRoutes(app: App): Promise<void> {
         response: { 200: Deployment, 400: error("The deployment is being deleted.") },
       },
     },
-    async (request) =>
-      redeployRevision(
-        deps.db,
-        deps.keyring,
-        workspaceOf(request),
-        request.params.deployment_id,
-        request.params.revision_id,
+    async (request, reply) =>
+      sendStored(
+        reply,
+        await redeployRevision(
+          deps.db,
+          deps.keyring,
+          workspaceOf(request),
+          request.params.deployment_id,
+          request.params.revision_id,
+        ),
       ),
   );
 
@@ -75,12 +90,15 @@ export async function revisionRoutes(app: App): Promise<void> {
           response: { 200: Revision, 400: error("The revision has already ended.") },
         },
       },
-      async (request) =>
-        interruptRevision(
-          deps.db,
-          workspaceOf(request),
-          request.params.deployment_id,
-          request.params.revision_id,
+      async (request, reply) =>
+        sendStored(
+          reply,
+          await interruptRevision(
+            deps.db,
+            workspaceOf(request),
+            request.params.deployment_id,
+            request.params.revision_id,
+          ),
         ),
     );
   }
