@@ -49,7 +49,10 @@ async function load(db: Database, workspaceId: string, organizationId: string): 
     },
     resource_spec: { min_scale: 1, max_scale: 2, cpu: 0.5, memory_mb: 512 },
     secret_references: null,
-    secret_names: ["API_TOKEN", "SIGNING_KEY"],
+    secrets: [
+      { name: "API_TOKEN", value: "********" },
+      { name: "SIGNING_KEY", value: "********" },
+    ],
   });
   const script = `
     BEGIN;

@@ -212,7 +212,7 @@ describe("SQL ownership", () => {
     // The reads issue 13 moved into the stores: list filters, log follow.
     const moved = [
       "sql`SELECT r.status FROM revisions r JOIN deployments d ON d.id = r.deployment_id`",
-      "sql`SELECT id FROM deployments d WHERE ${where}`",
+      "sql`SELECT id FROM deployments d WHERE d.id = $1`",
     ].join("\n");
     assert.deepEqual(strayReads(readsIn("resources/revision-logs/follow.ts", moved)), [
       "resources/revision-logs/follow.ts reads revisions; call its store",

@@ -90,7 +90,7 @@ export async function queueRevision(
              latest_revision_content = (
                  SELECT jsonb_build_object('source_revision_config', r.source_revision_config,
                           'resource_spec', r.resource_spec, 'secret_references', r.secret_references,
-                          'secret_names', coalesce((SELECT jsonb_agg(s.name ORDER BY s.position)
+                          'secrets', coalesce((SELECT jsonb_agg(jsonb_build_object('name', s.name, 'value', '********') ORDER BY s.position)
                                                       FROM revision_secrets s WHERE s.revision_id = r.id), '[]'::jsonb))
                    FROM revisions r WHERE r.id = ${rev.id})
            WHERE id = ${deploymentId}`,

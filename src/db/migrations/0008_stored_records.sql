@@ -3,10 +3,10 @@
 -- bytes as they are and a list page is one string_agg. The functions below are the one definition
 -- of both records (key order as the interface lists them; secret values masked).
 
--- ISO 8601 in UTC with milliseconds, as the API prints every timestamp. Declared IMMUTABLE (to_char
--- is only STABLE for locale-dependent patterns, which this one does not use) so generated columns
--- may call it.
-CREATE FUNCTION slipway_iso(t timestamptz) RETURNS text LANGUAGE sql IMMUTABLE PARALLEL SAFE
+-- Helpers, declared STABLE (what they are) so the planner inlines them into the record
+-- functions below, which are plain expressions: no per-row function executor, no subquery.
+-- ISO 8601 in UTC with milliseconds, as the API prints every timestamp.
+CREATE FUNCTION slipway_iso(t timestamptz) RETURNS text LANGUAGE sql STABLE PARALLEL SAFE
 AS $$ SELECT to_char(t AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') $$;
 
 -- A JSON string as itself, anything else as SQL NULL (null in the record).
@@ -14,7 +14,7 @@ CREATE FUNCTION slipway_str(v jsonb) RETURNS jsonb LANGUAGE sql IMMUTABLE PARALL
 AS $$ SELECT CASE WHEN jsonb_typeof(v) = 'string' THEN v END $$;
 
 -- SourceRevisionConfig: its five keys, in order, strings or null.
-CREATE FUNCTION slipway_revision_config(c jsonb) RETURNS json LANGUAGE sql IMMUTABLE PARALLEL SAFE
+CREATE FUNCTION slipway_revision_config(c jsonb) RETURNS json LANGUAGE sql STABLE PARALLEL SAFE
 AS $$ SELECT json_build_object(
   'repo_ref', slipway_str(c->'repo_ref'),
   'framework_config_path', slipway_str(c->'framework_config_path'),
@@ -23,21 +23,25 @@ AS $$ SELECT json_build_object(
   'repo_commit_sha', slipway_str(c->'repo_commit_sha')) $$;
 
 -- What a deployment's record shows of its latest revision, kept beside latest_revision_id by the
--- deployments store: {source_revision_config, resource_spec, secret_references, secret_names}.
+-- deployments store: {source_revision_config, resource_spec, secret_references, secrets}, the
+-- secrets as the record lists them (names, values masked).
 ALTER TABLE deployments ADD COLUMN latest_revision_content jsonb;
 UPDATE deployments d SET latest_revision_content = jsonb_build_object(
     'source_revision_config', r.source_revision_config,
     'resource_spec', r.resource_spec,
     'secret_references', r.secret_references,
-    'secret_names', coalesce((SELECT jsonb_agg(s.name ORDER BY s.position) FROM revision_secrets s
-                               WHERE s.revision_id = r.id), '[]'::jsonb))
+    'secrets', coalesce((SELECT jsonb_agg(jsonb_build_object('name', s.name, 'value', '********') ORDER BY s.position)
+                           FROM revision_secrets s WHERE s.revision_id = r.id), '[]'::jsonb))
   FROM revisions r WHERE r.id = d.latest_revision_id;
 
+-- The record functions are IMMUTABLE so that generated columns may call them: their output depends
+-- on their arguments only (to_char with this pattern and json output of text, uuid and jsonb do
+-- not depend on any setting). PL/pgSQL evaluates the one expression on its fast path.
 CREATE FUNCTION slipway_deployment_record(
   d_id uuid, d_name text, d_source text, d_type text, sc jsonb, d_image_version text, d_status text,
   d_latest uuid, d_active uuid, d_workspace uuid, d_created timestamptz, d_updated timestamptz, latest jsonb
-) RETURNS text LANGUAGE sql IMMUTABLE PARALLEL SAFE
-AS $$ SELECT json_build_object(
+) RETURNS text LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+AS $$ BEGIN RETURN json_build_object(
   'name', d_name,
   'source', d_source,
   'source_config', json_build_object(
@@ -51,9 +55,7 @@ AS $$ SELECT json_build_object(
     'install_command', sc->'install_command',
     'build_command', sc->'build_command'),
   'source_revision_config', slipway_revision_config(latest->'source_revision_config'),
-  'secrets', coalesce((SELECT json_agg(json_build_object('name', e.n, 'value', '********') ORDER BY e.i)
-                         FROM jsonb_array_elements_text(latest->'secret_names') WITH ORDINALITY AS e(n, i)),
-                      '[]'::json),
+  'secrets', coalesce(latest->'secrets', '[]'::jsonb),
   'id', d_id,
   'tenant_id', d_workspace,
   'created_at', slipway_iso(d_created),
@@ -63,7 +65,7 @@ AS $$ SELECT json_build_object(
   'active_revision_id', d_active,
   'secret_references', latest->'secret_references',
   'image_version', d_image_version,
-  'deployment_type', d_type)::text $$;
+  'deployment_type', d_type)::text; END $$;
 
 -- The record and its strong ETag (a hash of the record: any change of any field changes it).
 ALTER TABLE deployments
@@ -77,8 +79,8 @@ ALTER TABLE deployments
 CREATE FUNCTION slipway_revision_record(
   r_id uuid, r_created timestamptz, r_updated timestamptz, r_status text, r_source text, config jsonb,
   r_deployment uuid, history jsonb, message text
-) RETURNS text LANGUAGE sql IMMUTABLE PARALLEL SAFE
-AS $$ SELECT json_build_object(
+) RETURNS text LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+AS $$ BEGIN RETURN json_build_object(
   'id', r_id,
   'created_at', slipway_iso(r_created),
   'updated_at', slipway_iso(r_updated),
@@ -87,7 +89,7 @@ AS $$ SELECT json_build_object(
   'source_revision_config', slipway_revision_config(config),
   'deployment_id', r_deployment,
   'status_history', history,
-  'status_message', message)::text $$;
+  'status_message', message)::text; END $$;
 
 ALTER TABLE revisions ADD COLUMN record text GENERATED ALWAYS AS (slipway_revision_record(
   id, created_at, updated_at, status, source, source_revision_config, deployment_id, status_history,

@@ -12,7 +12,7 @@ import {
 } from "../revisions/store.ts";
 import { storedRevisionConfig } from "./record.ts";
 import { type RevisionValues, revisionValuesOf } from "./rules.ts";
-import type { SecretReference, Source } from "./schema.ts";
+import { MASK, type SecretReference, type Source } from "./schema.ts";
 import { nextSecrets } from "./secrets.ts";
 import { commitRevision, type LockedDeployment, type StoredRecord } from "./store.ts";
 
@@ -100,7 +100,7 @@ export async function insertRevision(
       source_revision_config: sourceRevisionConfig,
       resource_spec: content.resourceSpec,
       secret_references: content.secretReferences,
-      secret_names: content.secrets.map((x) => x.name),
+      secrets: content.secrets.map((x) => ({ name: x.name, value: MASK })),
     },
     sourceConfig: deployment.source_config,
     imageVersion: deployment.image_version,

@@ -154,17 +154,21 @@ export function peekDeployment(exec: Reader, workspaceId: string, id: string) {
   return readForWrite(exec, workspaceId, id, false);
 }
 
-/** What the record shows of the latest revision (deployments.latest_revision_content). */
+/**
+ * What the record shows of the latest revision (deployments.latest_revision_content): the
+ * secrets as the record lists them, values masked.
+ */
 export interface LatestContent {
   source_revision_config: Record<string, unknown>;
   resource_spec: Record<string, unknown> | null;
   secret_references: SecretReference[] | null;
-  secret_names: string[];
+  secrets: { name: string; value: string }[];
 }
 
 /** The latest revision as a PATCH builds on it, with its stored secrets (envelopes, not opened). */
-export interface LatestRevision extends LatestContent {
+export interface LatestRevision extends Omit<LatestContent, "secrets"> {
   id: string;
+  secret_names: string[];
   secrets: StoredSecret[];
 }
 
