@@ -11,6 +11,12 @@ import { type LoadResult, load } from "./load.ts";
  * on PostgreSQL with 10k deployments; then the time from PATCH to DEPLOYED for a minimal app, and
  * the cold start of a min_scale 0 app (scaled to zero → first byte).
  */
+if (process.argv.includes("--scale")) {
+  const { scaleBench } = await import("./scale.ts");
+  await scaleBench();
+  process.exit(0);
+}
+
 const seconds = Number(process.env.BENCH_SECONDS ?? 8);
 const connections = Number(process.env.BENCH_CONNECTIONS ?? 10);
 const pgAdminUrl = process.env.BENCH_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";

@@ -77,8 +77,10 @@ await rows(
 );
 await rows(
   db.orm,
-  sql`UPDATE deployments d SET latest_revision_id = r.id, active_revision_id = r.id
-        FROM revisions r WHERE r.deployment_id = d.id AND d.name LIKE 'bench-0%'`,
+  sql`UPDATE deployments d SET latest_revision_id = r.id, active_revision_id = r.id,
+                               latest_revision_content = t.latest_revision_content
+        FROM revisions r, deployments t
+       WHERE r.deployment_id = d.id AND d.name LIKE 'bench-0%' AND t.id = ${getId}::uuid`,
 );
 await db.exec("ANALYZE");
 const [count] = await rows<{ n: number }>(db.orm, sql`SELECT count(*)::int AS n FROM deployments`);

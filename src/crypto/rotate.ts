@@ -25,7 +25,7 @@ export async function rotateSecrets(keyring: Keyring, columns: EnvelopeColumn[])
       const last = batch.at(-1);
       if (!last) break;
       for (const row of batch) {
-        const next = keyring.reencrypt(row.value, encryptionContext(c.table, c.column, row.id));
+        const next = keyring.reencrypt(row.value, encryptionContext(c.table, c.column, row.contextId));
         if (await c.swap(row.id, row.value, next)) rewrapped++;
       }
       after = last.id;

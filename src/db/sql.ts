@@ -24,3 +24,6 @@ export function uuidList(ids: readonly string[]) {
 
 /** now() plus `ms` milliseconds: a lease's or a back-off's end. */
 export const fromNow = (ms: number) => sql`(now() + ${Math.round(ms)}::int * interval '1 millisecond')`;
+
+/** LIKE metacharacters in a user's text match themselves. */
+export const likeEscape = (s: string) => s.replace(/[\\%_]/g, (c) => `\\${c}`);

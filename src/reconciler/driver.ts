@@ -1,6 +1,6 @@
 import { LOGS_CHANNEL, STATUS_CHANNEL } from "../db/channels.ts";
 import type { Executor } from "../db/client.ts";
-import { activateRevision, moveDeployment } from "../resources/deployments/store.ts";
+import { activateRevision, moveDeployment, recordLatestCommit } from "../resources/deployments/store.ts";
 import {
   newerRevisionWaiting,
   recordCommit,
@@ -93,7 +93,14 @@ export async function drive(
     spec.redisPassword = redis;
     sink.log("build", `Slipway: fetching the source (${work.source}).`);
     const prepared = await runtime.prepare(spec, ctx);
-    if (prepared.commitSha) await recordCommit(w.db.orm, work.id, prepared.commitSha);
+    const sha = prepared.commitSha;
+    if (sha) {
+      // The revision's config and, when it is the latest, its deployment's record show the commit.
+      await w.db.orm.transaction(async (tx) => {
+        await recordCommit(tx, work.id, sha);
+        await recordLatestCommit(tx, work.id, sha);
+      });
+    }
     await step("BUILDING");
     await runtime.build(spec, ctx);
     await step("AWAITING_DEPLOY");

@@ -6,12 +6,14 @@ import { join } from "node:path";
 import { describe, it } from "node:test";
 import { sql } from "drizzle-orm";
 import { pgTable, text, uuid } from "drizzle-orm/pg-core";
+import { bootstrap } from "../../src/bootstrap.ts";
 import { loadConfig } from "../../src/config.ts";
 import { DecryptionError, encryptionContext, Keyring } from "../../src/crypto/envelope.ts";
 import { addKeyToFile, keyFilePath, loadKeyring } from "../../src/crypto/master-key.ts";
 import { rotateSecrets } from "../../src/crypto/rotate.ts";
 import { rows } from "../../src/db/client.ts";
 import { envelopeColumn } from "../../src/db/envelopes.ts";
+import { revisionEnvelopes, secretContextId } from "../../src/resources/revisions/store.ts";
 import { createTestDatabase, DB_KINDS } from "../helpers/databases.ts";
 
 describe("envelope encryption", () => {
@@ -124,6 +126,72 @@ for (const kind of DB_KINDS) {
             `value-${i}`,
           );
         }
+      } finally {
+        await drop();
+      }
+    });
+  });
+
+  describe(`key rotation of revision secrets, bound to their row or to deployment and name [${kind}]`, () => {
+    it("re-wraps both kinds; each still opens, under the new key alone", async () => {
+      const { db, drop } = await createTestDatabase(kind);
+      try {
+        await bootstrap(db, `sw_${randomBytes(32).toString("hex")}`);
+        const [ws] = await rows<{ id: string; organization_id: string }>(
+          db.orm,
+          sql`SELECT id::text, organization_id::text FROM workspaces LIMIT 1`,
+        );
+        assert.ok(ws);
+        const [dep] = await rows<{ id: string }>(
+          db.orm,
+          sql`INSERT INTO deployments (organization_id, workspace_id, name, source)
+              VALUES (${ws.organization_id}, ${ws.id}, 'rot', 'external_docker') RETURNING id::text`,
+        );
+        assert.ok(dep);
+        const [rev] = await rows<{ id: string }>(
+          db.orm,
+          sql`INSERT INTO revisions (deployment_id, seq, status, source)
+              VALUES (${dep.id}, 1, 'QUEUED', 'external_docker') RETURNING id::text`,
+        );
+        assert.ok(rev);
+        const oldKey = randomBytes(32);
+        const old = new Keyring(oldKey);
+        const legacyId = crypto.randomUUID();
+        const legacy = { id: legacyId, name: "LEGACY", deployment_id: null };
+        const bound = { id: crypto.randomUUID(), name: "BOUND", deployment_id: dep.id };
+        for (const [i, s] of [legacy, bound].entries()) {
+          const enc = old.encrypt(
+            `v-${s.name}`,
+            encryptionContext("revision_secrets", "value_enc", secretContextId(s)),
+          );
+          await rows(
+            db.orm,
+            sql`INSERT INTO revision_secrets (id, revision_id, deployment_id, name, value_enc, position)
+                VALUES (${s.id}, ${rev.id}, ${s.deployment_id}, ${s.name}, ${enc}, ${i})`,
+          );
+        }
+        const newKey = randomBytes(32);
+        const [result] = await rotateSecrets(new Keyring(newKey, [oldKey]), revisionEnvelopes(db.orm));
+        assert.equal(result?.rewrapped, 2);
+        const onlyNew = new Keyring(newKey);
+        const stored = await rows<{
+          id: string;
+          name: string;
+          value_enc: string;
+          deployment_id: string | null;
+        }>(
+          db.orm,
+          sql`SELECT id::text, name, value_enc, deployment_id::text FROM revision_secrets ORDER BY position`,
+        );
+        assert.deepEqual(
+          stored.map((r) =>
+            onlyNew.decrypt(
+              r.value_enc,
+              encryptionContext("revision_secrets", "value_enc", secretContextId(r)),
+            ),
+          ),
+          ["v-LEGACY", "v-BOUND"],
+        );
       } finally {
         await drop();
       }

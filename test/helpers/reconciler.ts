@@ -85,7 +85,14 @@ export async function queueRevision(
       );
     }
     await tx.execute(
-      sql`UPDATE deployments SET revision_count = ${seq}, latest_revision_id = ${rev.id}, updated_at = now()
+      // What the record shows of the latest revision (the deployments store keeps it so).
+      sql`UPDATE deployments SET revision_count = ${seq}, latest_revision_id = ${rev.id}, updated_at = now(),
+             latest_revision_content = (
+                 SELECT jsonb_build_object('source_revision_config', r.source_revision_config,
+                          'resource_spec', r.resource_spec, 'secret_references', r.secret_references,
+                          'secrets', coalesce((SELECT jsonb_agg(jsonb_build_object('name', s.name, 'value', '********') ORDER BY s.position)
+                                                      FROM revision_secrets s WHERE s.revision_id = r.id), '[]'::jsonb))
+                   FROM revisions r WHERE r.id = ${rev.id})
            WHERE id = ${deploymentId}`,
     );
     return rev.id;

@@ -1,3 +1,4 @@
+import { sql } from "drizzle-orm";
 import { boolean, integer, jsonb, pgTable, primaryKey, text, timestamp, uuid } from "drizzle-orm/pg-core";
 import { organizations, workspaces } from "./identity.ts";
 
@@ -37,6 +38,11 @@ export const deployments = pgTable("deployments", {
   reconcileExpiresAt: ts("reconcile_expires_at"),
   createdAt: ts("created_at").notNull().defaultNow(),
   updatedAt: ts("updated_at").notNull().defaultNow(),
+  /** What the record shows of the latest revision (migration 0008). */
+  latestRevisionContent: jsonb("latest_revision_content").$type<Record<string, unknown> | null>(),
+  /** The API record as JSON text, and its ETag: generated columns, defined in migration 0008. */
+  record: text("record").generatedAlwaysAs(sql`slipway_deployment_record(...)`),
+  etag: text("etag").generatedAlwaysAs(sql`md5(slipway_deployment_record(...))`),
 });
 
 export interface StatusChange {
@@ -69,6 +75,8 @@ export const revisions = pgTable("revisions", {
   attempts: integer("attempts").notNull().default(0),
   createdAt: ts("created_at").notNull().defaultNow(),
   updatedAt: ts("updated_at").notNull().defaultNow(),
+  /** The API record as JSON text: a generated column, defined in migration 0008. */
+  record: text("record").generatedAlwaysAs(sql`slipway_revision_record(...)`),
 });
 
 export const revisionSecrets = pgTable("revision_secrets", {
@@ -79,6 +87,8 @@ export const revisionSecrets = pgTable("revision_secrets", {
   name: text("name").notNull(),
   valueEnc: text("value_enc").notNull(),
   position: integer("position").notNull(),
+  /** The envelope is bound to this deployment and the name; null: to the row id (rows before 0008). */
+  deploymentId: uuid("deployment_id"),
 });
 
 export const tracingProjects = pgTable("tracing_projects", {

@@ -2,7 +2,6 @@ import { randomUUID } from "node:crypto";
 import type { CodehostConfig } from "../../codehost/drivers.ts";
 import type { Config } from "../../config.ts";
 import type { Keyring } from "../../crypto/envelope.ts";
-import { WORK_CHANNEL } from "../../db/channels.ts";
 import type { Database } from "../../db/client.ts";
 import { constraintOf, isUniqueViolation } from "../../db/errors.ts";
 import type { WorkspaceCaller } from "../../http/auth.ts";
@@ -10,7 +9,6 @@ import { conflict, ValidationFailed, type ValidationItem } from "../../http/erro
 import { attachTracingProject } from "../tracing-projects/store.ts";
 import { verifyUploadedTarball } from "../uploads/verify.ts";
 import { claimIdempotencyKey, requestHash, saveIdempotentResponse } from "./idempotency.ts";
-import { findDeployment } from "./record.ts";
 import { resolveResourceSpec, specOf } from "./resource-spec.ts";
 import { insertRevision } from "./revision-writer.ts";
 import {
@@ -22,7 +20,7 @@ import {
   revisionValuesOf,
 } from "./rules.ts";
 import type { CreateDeploymentBody, Deployment, DeploymentType, SourceConfigBody } from "./schema.ts";
-import { encryptPendingSecrets } from "./secrets.ts";
+import { encryptPendingSecrets, sealSecrets } from "./secrets.ts";
 import {
   checkBuildOnPush,
   checkRevisionConfig,
@@ -31,10 +29,11 @@ import {
   hasArtifacts,
   verifyCodehost,
 } from "./source-rules.ts";
-import { insertDeployment, type LockedDeployment } from "./store.ts";
+import { insertDeployment, type LockedDeployment, type StoredRecord } from "./store.ts";
 
 export interface CreateResult {
-  body: Deployment;
+  /** The record: JSON text as stored, or (a replay) as the idempotency key kept it. */
+  body: string | Deployment;
   replayed: boolean;
 }
 
@@ -105,7 +104,8 @@ export async function createDeployment(
   if (body.source !== "external_docker") storedConfig.custom_url = appUrl(config.apps, body.name);
 
   const hash = idempotencyKey === undefined ? "" : requestHash(body);
-  const result = await db.orm.transaction(async (tx) => {
+  const result = await db.transaction(async (t) => {
+    const tx = t.orm;
     if (idempotencyKey !== undefined) {
       const prior = await claimIdempotencyKey(tx, caller.workspaceId, idempotencyKey, hash);
       if (prior) return { kind: "replay" as const, body: prior.body as Deployment };
@@ -121,8 +121,9 @@ export async function createDeployment(
           secret_names: secrets.map((s) => s.name),
         });
     const pendingSecrets = makesRevision ? null : encryptPendingSecrets(keyring, id, secrets);
+    let stored: StoredRecord;
     try {
-      await insertDeployment(tx, {
+      stored = await insertDeployment(tx, {
         id,
         organizationId: caller.organizationId,
         workspaceId: caller.workspaceId,
@@ -143,7 +144,6 @@ export async function createDeployment(
       throw err;
     }
     await attachTracingProject(tx, caller.workspaceId, body.name, id);
-    let revisionId: string | null = null;
     // Also when the revision waits for framework_config_path: the PATCH that completes it trusts this.
     if (body.source === "internal_source" && values.source_tarball_path !== null) {
       await verifyUploadedTarball(tx, id, values.source_tarball_path);
@@ -162,10 +162,10 @@ export async function createDeployment(
         revision_count: 0,
         pending_revision: null,
         pending_secrets_enc: null,
+        etag: stored.etag,
       };
-      revisionId = await insertRevision(
-        tx,
-        keyring,
+      stored = await insertRevision(
+        t,
         locked,
         {
           source: body.source,
@@ -173,19 +173,18 @@ export async function createDeployment(
           commitSha: null,
           resourceSpec: spec,
           secretReferences: refs,
-          secrets,
+          secrets: sealSecrets(keyring, id, secrets),
         },
         now,
       );
     }
-    const record = await findDeployment(tx, caller.workspaceId, id);
-    if (!record) throw new Error("deployment vanished inside its create transaction");
     if (idempotencyKey !== undefined) {
-      await saveIdempotentResponse(tx, caller.workspaceId, idempotencyKey, { statusCode: 201, body: record });
+      await saveIdempotentResponse(tx, caller.workspaceId, idempotencyKey, {
+        statusCode: 201,
+        json: stored.record,
+      });
     }
-    return { kind: "created" as const, body: record, revisionId };
+    return { kind: "created" as const, body: stored.record };
   });
-  if (result.kind === "replay") return { body: result.body, replayed: true };
-  if (result.revisionId !== null) await db.notify(WORK_CHANNEL, result.revisionId);
-  return { body: result.body, replayed: false };
+  return { body: result.body, replayed: result.kind === "replay" };
 }

@@ -54,11 +54,12 @@ export async function claimIdempotencyKey(
   return { statusCode: prior.status_code, body: prior.response };
 }
 
+/** Keeps the response to replay; `json` is its body as JSON text (the stored record). */
 export async function saveIdempotentResponse(
   tx: Executor,
   workspaceId: string,
   key: string,
-  response: StoredResponse,
+  response: { statusCode: number; json: string },
 ): Promise<void> {
-  await saveKeyResponse(tx, workspaceId, key, response.statusCode, response.body);
+  await saveKeyResponse(tx, workspaceId, key, response.statusCode, response.json);
 }

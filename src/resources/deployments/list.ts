@@ -1,12 +1,11 @@
-import { type SQL, sql } from "drizzle-orm";
 import type { Reader } from "../../db/client.ts";
 import { isUuid } from "../../db/ids.ts";
 import { invalid } from "../../http/errors.ts";
 import { DEPLOYMENT_STATUSES } from "../../reconciler/states.ts";
+import { tagValueGroups } from "../tags/store.ts";
 import { MAX_BULK_DELETE } from "./delete-schema.ts";
-import { toDeployment } from "./record.ts";
-import type { DeploymentList, ListDeploymentsQuery } from "./schema.ts";
-import { selectDeploymentRows } from "./store.ts";
+import type { ListDeploymentsQuery } from "./schema.ts";
+import { type DeploymentFilter, deploymentPage } from "./store.ts";
 
 /** A page of at most 100 is asked for; a filter list is bounded too, so one query stays small. */
 const MAX_LIST_ITEMS = MAX_BULK_DELETE;
@@ -33,61 +32,48 @@ export function bulkDeleteIds(values: string[]): string[] {
   const ids = commaList(values.join(","), "deployment_ids", isUuid, "a deployment id (uuid)");
   return [...new Set(ids.map((id) => id.toLowerCase()))];
 }
-const inList = (values: string[]) =>
-  sql.join(
-    values.map((v) => sql`${v}`),
-    sql`, `,
-  );
-/** LIKE metacharacters in a user's text match themselves. */
-export const likeEscape = (s: string) => s.replace(/[\\%_]/g, (c) => `\\${c}`);
-
-/** The WHERE clause of a list: the workspace, then each filter given (all must hold). */
-export function listFilters(workspaceId: string, q: ListDeploymentsQuery): SQL {
-  const where: SQL[] = [sql`d.workspace_id = ${workspaceId}`];
-  if (q.name !== undefined) where.push(sql`d.name = ${q.name}`);
-  if (q.name_contains !== undefined && q.name_contains !== "") {
-    // Same expression as the pg_trgm index on lower(name).
-    where.push(sql`lower(d.name) LIKE '%' || ${likeEscape(q.name_contains.toLowerCase())} || '%'`);
-  }
+/**
+ * The filters of a list query, checked: 422 for a bad status or id. Tag value ids are grouped by
+ * their key (values of one key are alternatives; keys all must hold); an id that names no tag
+ * value matches nothing.
+ */
+export async function listFilter(exec: Reader, q: ListDeploymentsQuery): Promise<DeploymentFilter | null> {
+  const f: DeploymentFilter = {};
+  if (q.name !== undefined) f.name = q.name;
+  if (q.name_contains !== undefined && q.name_contains !== "") f.nameContains = q.name_contains.toLowerCase();
   if (q.status !== undefined) {
-    const statuses = commaList(
+    f.statuses = commaList(
       q.status,
       "status",
       (s) => (DEPLOYMENT_STATUSES as readonly string[]).includes(s),
       `a deployment status (${DEPLOYMENT_STATUSES.join(", ")})`,
     );
-    where.push(sql`d.status IN (${inList(statuses)})`);
   }
-  if (q.remote_reconciled !== undefined) where.push(sql`d.remote_reconciled = ${q.remote_reconciled}`);
-  if (q.image_version !== undefined) where.push(sql`d.image_version = ${q.image_version}`);
-  if (q.deployment_type !== undefined) where.push(sql`d.deployment_type = ${q.deployment_type}`);
+  if (q.remote_reconciled !== undefined) f.remoteReconciled = q.remote_reconciled;
+  if (q.image_version !== undefined) f.imageVersion = q.image_version;
+  if (q.deployment_type !== undefined) f.deploymentType = q.deployment_type;
   if (q.deployment_ids !== undefined) {
     const ids = commaList(q.deployment_ids, "deployment_ids", isUuid, "a deployment id (uuid)");
-    where.push(sql`d.id IN (${inList(ids.map((i) => i.toLowerCase()))})`);
+    f.ids = ids.map((i) => i.toLowerCase());
   }
   if (q.tag_value_ids !== undefined) {
     const ids = commaList(q.tag_value_ids, "tag_value_ids", isUuid, "a tag value id (uuid)").map((i) =>
       i.toLowerCase(),
     );
-    // For each tag key among the values, the deployment has one of the listed values of that key.
-    // An id that names no tag value matches nothing.
-    where.push(sql`(SELECT count(*) FROM tag_values WHERE id IN (${inList(ids)})) = ${ids.length}
-      AND d.id IN (
-        SELECT dt.deployment_id FROM deployment_tags dt JOIN tag_values tv ON tv.id = dt.tag_value_id
-         WHERE dt.tag_value_id IN (${inList(ids)})
-         GROUP BY dt.deployment_id
-        HAVING count(DISTINCT tv.tag_key_id) =
-               (SELECT count(DISTINCT tag_key_id) FROM tag_values WHERE id IN (${inList(ids)})))`);
+    const groups = await tagValueGroups(exec, ids);
+    if (groups.flat().length < new Set(ids).size) return null;
+    f.tagGroups = groups;
   }
-  return sql.join(where, sql` AND `);
+  return f;
 }
 
+/** GET /v2/deployments: the response body, as PostgreSQL assembled it. */
 export async function listDeployments(
   exec: Reader,
   workspaceId: string,
   q: ListDeploymentsQuery,
-): Promise<DeploymentList> {
-  const page = await selectDeploymentRows(exec, listFilters(workspaceId, q), q.limit, q.offset);
-  const resources = page.map(toDeployment);
-  return { resources, offset: q.offset + resources.length };
+): Promise<string> {
+  const filter = await listFilter(exec, q);
+  if (filter === null) return JSON.stringify({ resources: [], offset: q.offset });
+  return deploymentPage(exec, workspaceId, filter, q.limit, q.offset);
 }

@@ -6,8 +6,8 @@ import { ErrorBody, notFound } from "../../http/errors.ts";
 import { StringEnum } from "../../http/schemas.ts";
 import type { App } from "../../http/types.ts";
 import { BUCKET_MS, trafficSeries } from "../../runtimes/local/request-metrics.ts";
-import { findDeployment } from "./record.ts";
 import { DeploymentParams } from "./schema.ts";
+import { peekDeployment } from "./store.ts";
 
 const WINDOWS = { "15m": 15, "1h": 60, "6h": 360, "24h": 1440 } as const;
 type Window = keyof typeof WINDOWS;
@@ -44,7 +44,7 @@ export async function deploymentMetricsRoutes(app: App): Promise<void> {
       },
     },
     async (request) => {
-      const dep = await findDeployment(
+      const dep = await peekDeployment(
         app.deps.db,
         workspaceOf(request).workspaceId,
         request.params.deployment_id,

@@ -1,14 +1,11 @@
 import { isDeepStrictEqual } from "node:util";
 import type { CodehostConfig } from "../../codehost/drivers.ts";
 import type { Keyring } from "../../crypto/envelope.ts";
-import { WORK_CHANNEL } from "../../db/channels.ts";
-import type { Database, Executor } from "../../db/client.ts";
+import type { Database, Reader, Transaction } from "../../db/client.ts";
 import type { WorkspaceCaller } from "../../http/auth.ts";
 import { badRequest, notFound, ValidationFailed, type ValidationItem } from "../../http/errors.ts";
-import { type LatestRevision, latestRevisionRow } from "../revisions/store.ts";
 import { verifyUploadedTarball } from "../uploads/verify.ts";
 import { checkIfMatch } from "./preconditions.ts";
-import { etagOf, findDeployment } from "./record.ts";
 import { resolveResourceSpec, specOf } from "./resource-spec.ts";
 import { insertRevision, type RevisionContent } from "./revision-writer.ts";
 import {
@@ -20,8 +17,8 @@ import {
   REVISION_FIELDS,
   revisionValuesOf,
 } from "./rules.ts";
-import type { Deployment, PatchDeploymentBody, Secret, Source } from "./schema.ts";
-import { decryptPendingSecrets, readRevisionSecrets, unmask } from "./secrets.ts";
+import type { PatchDeploymentBody, Secret, Source } from "./schema.ts";
+import { decryptPendingSecrets, nextSecrets, sealSecrets, unmask } from "./secrets.ts";
 import {
   checkBuildOnPush,
   checkRevisionConfig,
@@ -30,21 +27,28 @@ import {
   keepAllowed,
   verifyCodehost,
 } from "./source-rules.ts";
-import { type LockedDeployment, lockDeployment, peekDeployment, updateInPlace } from "./store.ts";
+import {
+  findDeploymentRecord,
+  type LatestRevision,
+  type LockedDeployment,
+  readPatchState,
+  updateInPlace,
+} from "./store.ts";
 
 interface State {
   deployment: LockedDeployment;
   latest: LatestRevision | null;
 }
 
-async function readState(exec: Executor, caller: WorkspaceCaller, id: string, lock: boolean): Promise<State> {
-  const deployment = lock
-    ? await lockDeployment(exec, caller.workspaceId, id)
-    : await peekDeployment(exec, caller.workspaceId, id);
-  if (!deployment) throw notFound("Deployment not found.");
-  if (deployment.latest_revision_id === null) return { deployment, latest: null };
-  const latest = await latestRevisionRow(exec, deployment.latest_revision_id);
-  return { deployment, latest: latest ?? null };
+async function readState(
+  exec: Reader | Transaction,
+  caller: WorkspaceCaller,
+  id: string,
+  lock: boolean,
+): Promise<State> {
+  const state = await readPatchState(exec, caller.workspaceId, id, lock);
+  if (!state) throw notFound("Deployment not found.");
+  return state;
 }
 
 /** Whether a PATCH makes a revision: DESIGN §3, even when the values equal the current ones. */
@@ -202,14 +206,16 @@ function planPatch(state: State, body: PatchDeploymentBody): Plan {
 }
 
 export interface PatchResult {
-  record: Deployment;
+  /** The new record, JSON text as stored. */
+  record: string;
   etag: string;
   revisionId: string | null;
 }
 
 /**
  * PATCH /v2/deployments/{id}: in-place SourceConfig changes and, when the body asks for one, a new
- * revision, in one transaction under the deployment's row lock.
+ * revision, in one transaction under the deployment's row lock: BEGIN, one read (row, latest
+ * revision, its secrets), one write (returning the record; the reconciler's NOTIFY in it), COMMIT.
  */
 export async function patchDeployment(
   db: Database,
@@ -223,43 +229,45 @@ export async function patchDeployment(
   let verified: Plan["codehostCheck"] = null;
   if (isSet(body.source_revision_config?.repo_ref)) {
     // The host check cannot run inside the transaction (it is slow and uses its own connection).
-    const plan = planPatch(await readState(db.orm, caller, id, false), body);
+    const plan = planPatch(await readState(db, caller, id, false), body);
     if (plan.codehostCheck) {
       await verifyCodehost(db.orm, config, caller.organizationId, plan.codehostCheck);
       verified = plan.codehostCheck;
     }
   }
 
-  const result = await db.orm.transaction(async (tx) => {
+  return db.transaction(async (tx) => {
     const state = await readState(tx, caller, id, true);
-    if (ifMatch !== undefined) {
-      const current = await findDeployment(tx, caller.workspaceId, id);
-      if (current) checkIfMatch(ifMatch, etagOf(current));
-    }
+    const d = state.deployment;
+    if (ifMatch !== undefined) checkIfMatch(ifMatch, d.etag);
     const plan = planPatch(state, body);
     if (plan.codehostCheck && !isDeepStrictEqual(plan.codehostCheck, verified)) {
       throw new Error("codehost source changed between the check and the write");
     }
-    if (plan.tarballCheck !== null) await verifyUploadedTarball(tx, id, plan.tarballCheck);
-    const d = state.deployment;
+    if (plan.tarballCheck !== null) await verifyUploadedTarball(tx.orm, id, plan.tarballCheck);
     const now = new Date();
-    if (plan.inPlaceChanged) {
-      await updateInPlace(tx, id, plan.sourceConfig, plan.imageVersion, now.toISOString());
-      d.source_config = plan.sourceConfig;
-    }
-    let revisionId: string | null = null;
+    d.source_config = plan.sourceConfig;
+    d.image_version = plan.imageVersion;
     if (plan.revision) {
-      const base = state.latest
-        ? await readRevisionSecrets(tx, keyring, state.latest.id)
-        : decryptPendingSecrets(keyring, id, d.pending_secrets_enc);
       const { sentSecrets, ...content } = plan.revision;
-      const secrets = sentSecrets ? unmask(sentSecrets, base) : base;
-      revisionId = await insertRevision(tx, keyring, d, { ...content, secrets }, now);
+      const secrets = state.latest
+        ? nextSecrets(keyring, id, state.latest.secrets, sentSecrets)
+        : pendingSecrets(keyring, d, sentSecrets);
+      const written = await insertRevision(tx, d, { ...content, secrets }, now);
+      return { record: written.record, etag: written.etag, revisionId: written.revisionId };
     }
-    const record = await findDeployment(tx, caller.workspaceId, id);
-    if (!record) throw new Error("deployment vanished under its row lock");
-    return { record, revisionId };
+    if (plan.inPlaceChanged) {
+      const written = await updateInPlace(tx, id, plan.sourceConfig, plan.imageVersion, now.toISOString());
+      return { ...written, revisionId: null };
+    }
+    const current = await findDeploymentRecord(tx.orm, caller.workspaceId, id);
+    if (!current) throw new Error("deployment vanished under its row lock");
+    return { ...current, revisionId: null };
   });
-  if (result.revisionId !== null) await db.notify(WORK_CHANNEL, result.revisionId);
-  return { ...result, etag: etagOf(result.record) };
+}
+
+/** Before the first revision: the values given at create, with the sent list applied. */
+function pendingSecrets(keyring: Keyring, d: LockedDeployment, sent: Secret[] | null) {
+  const base = decryptPendingSecrets(keyring, d.id, d.pending_secrets_enc);
+  return sealSecrets(keyring, d.id, sent ? unmask(sent, base) : base);
 }

@@ -2,7 +2,7 @@ import { type Static, Type } from "@sinclair/typebox";
 import type { Database } from "../../db/client.ts";
 import { notFound } from "../../http/errors.ts";
 import type { ProcessReader } from "../../runtimes/board.ts";
-import { findDeployment } from "./record.ts";
+import { peekDeployment } from "./store.ts";
 
 // GET /v2/deployments/{id}/processes: what runs of a deployment on this machine, per process.
 
@@ -45,7 +45,7 @@ export async function listDeploymentProcesses(
   workspaceId: string,
   deploymentId: string,
 ): Promise<DeploymentProcessList> {
-  const record = await findDeployment(db, workspaceId, deploymentId);
+  const record = await peekDeployment(db, workspaceId, deploymentId);
   if (!record) throw notFound("Deployment not found.");
   const found = (await reader?.processes(deploymentId)) ?? [];
   const order = (p: { type: string; revisionId: string; index: number }) =>

@@ -1,13 +1,20 @@
 import { randomUUID } from "node:crypto";
 import type { Keyring } from "../../crypto/envelope.ts";
-import type { Executor } from "../../db/client.ts";
+import type { Executor, Transaction } from "../../db/client.ts";
 import { canTransition, type RevisionStatus } from "../../reconciler/states.ts";
-import { insertRevisionRow, revisionContentRow, writeRevisionStatus } from "../revisions/store.ts";
+import {
+  insertRevisionStatement,
+  insertSecretsStatement,
+  revisionContentRow,
+  revisionStatusStatement,
+  type SealedSecret,
+  secretRows,
+} from "../revisions/store.ts";
 import { storedRevisionConfig } from "./record.ts";
 import { type RevisionValues, revisionValuesOf } from "./rules.ts";
-import type { Secret, SecretReference, Source } from "./schema.ts";
-import { insertRevisionSecrets, readRevisionSecrets } from "./secrets.ts";
-import { type LockedDeployment, pointAtRevision } from "./store.ts";
+import { MASK, type SecretReference, type Source } from "./schema.ts";
+import { nextSecrets } from "./secrets.ts";
+import { commitRevision, type LockedDeployment, type StoredRecord } from "./store.ts";
 
 /** What a new revision starts from: a revision's source, config, spec, references and secrets. */
 export interface RevisionContent {
@@ -17,12 +24,13 @@ export interface RevisionContent {
   commitSha: string | null;
   resourceSpec: Record<string, unknown> | null;
   secretReferences: SecretReference[] | null;
-  secrets: Secret[];
+  /** Envelopes bound to the deployment (secrets.ts); unchanged values keep theirs. */
+  secrets: SealedSecret[];
 }
 
 const s = (v: unknown): string | null => (typeof v === "string" ? v : null);
 
-/** One revision of a deployment, decrypted secrets included; undefined when it is not that deployment's. */
+/** One revision of a deployment, its secrets as envelopes for a copy; undefined when it is not that deployment's. */
 export async function readRevisionContent(
   exec: Executor,
   keyring: Keyring,
@@ -37,7 +45,7 @@ export async function readRevisionContent(
     commitSha: s(row.source_revision_config.repo_commit_sha),
     resourceSpec: row.resource_spec,
     secretReferences: row.secret_references,
-    secrets: await readRevisionSecrets(exec, keyring, revisionId),
+    secrets: nextSecrets(keyring, deploymentId, await secretRows(exec, revisionId), null),
   };
 }
 
@@ -46,43 +54,59 @@ const SUPERSEDABLE: RevisionStatus[] = (["QUEUED", "AWAITING_BUILD"] as const).f
 );
 
 /**
- * Inserts the next revision (QUEUED) of a locked deployment with its encrypted secrets, skips the
- * older ones that have not started building, and points the deployment at it. The caller holds
- * the row lock and notifies the reconciler after commit.
+ * Inserts the next revision (QUEUED) of a locked deployment with its secrets, skips the older ones
+ * that have not started building, and points the deployment at it — one statement, which also
+ * notifies the reconciler (at commit). The deployment's in-place fields are written as `deployment`
+ * has them. Returns the new record and the revision's id.
  */
 export async function insertRevision(
-  tx: Executor,
-  keyring: Keyring,
+  tx: Transaction,
   deployment: LockedDeployment,
   content: RevisionContent,
   now: Date,
-): Promise<string> {
+): Promise<StoredRecord & { revisionId: string }> {
   const id = randomUUID();
   const seq = deployment.revision_count + 1;
   const at = now.toISOString();
-  const buildConfig = {
-    install_command: s(deployment.source_config.install_command),
-    build_command: s(deployment.source_config.build_command),
-  };
-  await insertRevisionRow(tx, {
-    id,
+  const sourceRevisionConfig = storedRevisionConfig(content.config, content.commitSha);
+  const stored = await commitRevision(tx, {
+    insertRevision: insertRevisionStatement({
+      id,
+      deploymentId: deployment.id,
+      seq,
+      source: content.source,
+      sourceRevisionConfig,
+      resourceSpec: content.resourceSpec,
+      secretReferences: content.secretReferences,
+      buildConfig: {
+        install_command: s(deployment.source_config.install_command),
+        build_command: s(deployment.source_config.build_command),
+      },
+      at,
+    }),
+    insertSecrets:
+      content.secrets.length > 0 ? insertSecretsStatement(id, deployment.id, content.secrets) : null,
+    skipOlder:
+      seq > 1
+        ? revisionStatusStatement(
+            { deploymentId: deployment.id, exceptRevisionId: id },
+            { from: SUPERSEDABLE, to: "SKIPPED", message: `Superseded by revision ${seq}.`, at },
+          )
+        : null,
     deploymentId: deployment.id,
+    revisionId: id,
     seq,
-    source: content.source,
-    sourceRevisionConfig: storedRevisionConfig(content.config, content.commitSha),
-    resourceSpec: content.resourceSpec,
-    secretReferences: content.secretReferences,
-    buildConfig,
+    content: {
+      source_revision_config: sourceRevisionConfig,
+      resource_spec: content.resourceSpec,
+      secret_references: content.secretReferences,
+      secrets: content.secrets.map((x) => ({ name: x.name, value: MASK })),
+    },
+    sourceConfig: deployment.source_config,
+    imageVersion: deployment.image_version,
     at,
   });
-  await insertRevisionSecrets(tx, keyring, id, content.secrets);
-  await writeRevisionStatus(
-    tx,
-    { deploymentId: deployment.id, exceptRevisionId: id },
-    { from: SUPERSEDABLE, to: "SKIPPED", message: `Superseded by revision ${seq}.`, at },
-  );
-  await pointAtRevision(tx, deployment.id, id, seq, at);
   deployment.revision_count = seq;
   deployment.latest_revision_id = id;
-  return id;
+  return { ...stored, revisionId: id };
 }

@@ -1,7 +1,7 @@
 import { Type } from "@sinclair/typebox";
 import { workspaceOf } from "../../http/auth.ts";
 import { errorResponse, notFound } from "../../http/errors.ts";
-import type { App } from "../../http/types.ts";
+import { type App, sendStored } from "../../http/types.ts";
 import { createDeployment } from "./create.ts";
 import { deleteDeployment, deleteDeployments } from "./delete.ts";
 import {
@@ -15,7 +15,7 @@ import { bulkDeleteIds, listDeployments } from "./list.ts";
 import { patchDeployment } from "./patch.ts";
 import { notModified } from "./preconditions.ts";
 import { DeploymentProcessList, listDeploymentProcesses } from "./processes.ts";
-import { etagOf, findDeployment } from "./record.ts";
+import { getDeploymentRecord } from "./record.ts";
 import {
   CreateDeploymentBody,
   Deployment,
@@ -63,7 +63,9 @@ export async function deploymentRoutes(app: App): Promise<void> {
         key,
       );
       if (result.replayed) reply.header("idempotent-replayed", "true");
-      return reply.code(201).send(result.body);
+      return typeof result.body === "string"
+        ? sendStored(reply.code(201), result.body)
+        : reply.code(201).send(result.body);
     },
   );
 
@@ -77,7 +79,9 @@ export async function deploymentRoutes(app: App): Promise<void> {
         response: { 200: DeploymentList },
       },
     },
-    async (request) => listDeployments(deps.db, workspaceOf(request).workspaceId, request.query),
+    // The body is assembled by PostgreSQL from the stored records and sent as is (no serializer).
+    async (request, reply) =>
+      sendStored(reply, await listDeployments(deps.db, workspaceOf(request).workspaceId, request.query)),
   );
 
   app.get(
@@ -91,16 +95,14 @@ export async function deploymentRoutes(app: App): Promise<void> {
       },
     },
     async (request, reply) => {
-      const record = await findDeployment(
+      const stored = await getDeploymentRecord(
         deps.db,
         workspaceOf(request).workspaceId,
         request.params.deployment_id,
       );
-      if (!record) throw notFound("Deployment not found.");
-      const etag = etagOf(record);
-      reply.header("etag", etag);
-      if (notModified(request.headers["if-none-match"], etag)) return reply.code(304).send(null);
-      return record;
+      reply.header("etag", stored.etag);
+      if (notModified(request.headers["if-none-match"], stored.etag)) return reply.code(304).send(null);
+      return sendStored(reply, stored.record);
     },
   );
 
@@ -154,7 +156,7 @@ export async function deploymentRoutes(app: App): Promise<void> {
         request.headers["if-match"],
       );
       reply.header("etag", result.etag);
-      return result.record;
+      return sendStored(reply, result.record);
     },
   );
 

@@ -1,48 +1,66 @@
-import { randomUUID } from "node:crypto";
 import type { Keyring } from "../../crypto/envelope.ts";
 import { encryptionContext } from "../../crypto/envelope.ts";
-import type { Executor, Reader } from "../../db/client.ts";
-import { insertSecretRows, secretRows } from "../revisions/store.ts";
+import type { Reader } from "../../db/client.ts";
+import { type SealedSecret, type StoredSecret, secretContextId, secretRows } from "../revisions/store.ts";
 import { MASK, type Secret } from "./schema.ts";
 
 /**
  * The one module that encrypts and decrypts secret values: a revision's (revision_secrets) and
  * those a deployment keeps for its first revision (pending_secrets_enc). The rows are the
- * revisions store's.
+ * revisions store's. A revision secret's envelope is bound to its deployment and name, so a new
+ * revision copies an unchanged value's envelope without opening it; rows written before that
+ * (deployment_id null) are bound to their row id and are re-sealed when next copied.
  */
-
-/** Secret values are only ever stored as envelopes bound to their row (crypto/envelope.ts). */
-const valueContext = (rowId: string) => encryptionContext("revision_secrets", "value_enc", rowId);
+/** Secret values are only ever stored as envelopes bound to their deployment and name (or, older rows, their row id). */
+const valueContext = (row: Pick<StoredSecret, "id" | "name" | "deployment_id">) =>
+  encryptionContext("revision_secrets", "value_enc", secretContextId(row));
 const pendingContext = (deploymentId: string) =>
   encryptionContext("deployments", "pending_secrets_enc", deploymentId);
 
-export async function insertRevisionSecrets(
-  exec: Executor,
-  keyring: Keyring,
-  revisionId: string,
-  secrets: Secret[],
-): Promise<void> {
-  await insertSecretRows(
-    exec,
-    revisionId,
-    secrets.map((s) => {
-      const id = randomUUID();
-      return { id, name: s.name, value_enc: keyring.encrypt(s.value, valueContext(id)) };
-    }),
-  );
+function seal(keyring: Keyring, deploymentId: string, s: Secret): SealedSecret {
+  const context = valueContext({ id: "", name: s.name, deployment_id: deploymentId });
+  return { name: s.name, value_enc: keyring.encrypt(s.value, context) };
+}
+
+const open = (keyring: Keyring, row: StoredSecret) => keyring.decrypt(row.value_enc, valueContext(row));
+
+/** Fresh values, sealed for the deployment. */
+export function sealSecrets(keyring: Keyring, deploymentId: string, secrets: Secret[]): SealedSecret[] {
+  return secrets.map((s) => seal(keyring, deploymentId, s));
 }
 
 /**
- * A revision's secrets in their order, decrypted: to copy them into a new revision, or (the
- * reconciler) into the app's environment and the log redactor.
+ * The secrets of a new revision of `deploymentId`: the sent list (a masked value keeps the stored
+ * value of that name, checked before), or, when none was sent, the stored ones. A kept value's
+ * envelope is copied as it is when it is bound to this deployment; only new values are encrypted.
  */
+export function nextSecrets(
+  keyring: Keyring,
+  deploymentId: string,
+  stored: StoredSecret[],
+  sent: Secret[] | null,
+): SealedSecret[] {
+  const keep = (row: StoredSecret): SealedSecret =>
+    row.deployment_id === deploymentId
+      ? { name: row.name, value_enc: row.value_enc }
+      : seal(keyring, deploymentId, { name: row.name, value: open(keyring, row) });
+  if (sent === null) return stored.map(keep);
+  const byName = new Map(stored.map((s) => [s.name, s]));
+  return sent.map((s) => {
+    if (s.value !== MASK) return seal(keyring, deploymentId, s);
+    const row = byName.get(s.name);
+    return row ? keep(row) : seal(keyring, deploymentId, { name: s.name, value: "" });
+  });
+}
+
+/** A revision's secrets in their order, decrypted: the reconciler puts them in the app's environment. */
 export async function readRevisionSecrets(
   exec: Reader,
   keyring: Keyring,
   revisionId: string,
 ): Promise<Secret[]> {
   const list = await secretRows(exec, revisionId);
-  return list.map((r) => ({ name: r.name, value: keyring.decrypt(r.value_enc, valueContext(r.id)) }));
+  return list.map((r) => ({ name: r.name, value: open(keyring, r) }));
 }
 
 export function encryptPendingSecrets(

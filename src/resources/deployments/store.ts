@@ -1,11 +1,13 @@
 // Over 300 lines: every statement on `deployments` lives here by rule (test/db/sql-ownership.test.ts).
 import { type SQL, sql } from "drizzle-orm";
-import { type Executor, type Reader, rows } from "../../db/client.ts";
+import { WORK_CHANNEL } from "../../db/channels.ts";
+import { type Executor, type Reader, rows, type Transaction } from "../../db/client.ts";
 import { type EnvelopeColumn, envelopeColumn } from "../../db/envelopes.ts";
 import { deployments } from "../../db/schema/deployments.ts";
-import { isoSql } from "../../db/sql.ts";
+import { likeEscape, sqlList, uuidList } from "../../db/sql.ts";
 import { assertDeploymentTransition, type DeploymentStatus } from "../../reconciler/states.ts";
-import type { Deployment, DeploymentType, SecretReference, Source } from "./schema.ts";
+import type { StoredSecret } from "../revisions/store.ts";
+import type { DeploymentType, SecretReference, Source } from "./schema.ts";
 
 /**
  * The only module that writes SQL on `deployments` and `idempotency_keys` (the reconciler's
@@ -13,65 +15,96 @@ import type { Deployment, DeploymentType, SecretReference, Source } from "./sche
  * `moveDeployment`, which checks the transitions table.
  */
 
-/** One deployment row joined with what its record shows of the latest revision. */
-export interface DeploymentRow {
-  id: string;
-  name: string;
-  source: Source;
-  deployment_type: DeploymentType;
-  source_config: Record<string, unknown>;
-  image_version: string | null;
-  status: Deployment["status"];
-  latest_revision_id: string | null;
-  active_revision_id: string | null;
-  workspace_id: string;
-  created_at: string;
-  updated_at: string;
-  rev_config: Record<string, unknown> | null;
-  rev_resource_spec: Record<string, unknown> | null;
-  rev_secret_references: SecretReference[] | null;
-  secret_names: string[] | null;
+/** A deployment's stored record (JSON text, secrets masked) and its ETag. */
+export interface StoredRecord {
+  record: string;
+  etag: string;
 }
 
-/** The columns a Deployment record needs: row `d`, latest revision `r`, secret names. */
-const RECORD_COLUMNS = `d.id, d.name, d.source, d.deployment_type, d.source_config,
-       d.image_version, d.status, d.latest_revision_id, d.active_revision_id, d.workspace_id,
-       ${isoSql("d.created_at")} AS created_at, ${isoSql("d.updated_at")} AS updated_at,
-       r.source_revision_config AS rev_config, r.resource_spec AS rev_resource_spec,
-       r.secret_references AS rev_secret_references,
-       (SELECT json_agg(s.name ORDER BY s.position) FROM revision_secrets s
-         WHERE s.revision_id = d.latest_revision_id) AS secret_names`;
-
-/** Everything a Deployment record needs, in one statement: row, latest revision, secret names. */
-export async function findDeploymentRow(
+/** The record and ETag of a deployment of the workspace, as stored (migration 0008). */
+export async function findDeploymentRecord(
   exec: Reader,
   workspaceId: string,
   id: string,
-): Promise<DeploymentRow | undefined> {
-  const [row] = await rows<DeploymentRow>(
+): Promise<StoredRecord | undefined> {
+  const [row] = await rows<StoredRecord>(
     exec,
-    sql`SELECT ${sql.raw(RECORD_COLUMNS)}
-          FROM deployments d LEFT JOIN revisions r ON r.id = d.latest_revision_id
-         WHERE d.id = ${id} AND d.workspace_id = ${workspaceId}`,
+    sql`SELECT record, etag FROM deployments WHERE id = ${id} AND workspace_id = ${workspaceId}`,
   );
   return row;
 }
 
+/** The list filters, parsed (list.ts); every one given must hold. */
+export interface DeploymentFilter {
+  name?: string;
+  /** Lower-case substring of the name. */
+  nameContains?: string;
+  statuses?: readonly string[];
+  remoteReconciled?: boolean;
+  imageVersion?: string;
+  deploymentType?: string;
+  ids?: readonly string[];
+  /** Tag value ids grouped by their key: a deployment has one of each group's values. */
+  tagGroups?: readonly (readonly string[])[];
+}
+
+function filterSql(workspaceId: string, f: DeploymentFilter): SQL {
+  const where: SQL[] = [sql`d.workspace_id = ${workspaceId}`];
+  if (f.name !== undefined) where.push(sql`d.name = ${f.name}`);
+  // Same expression as the pg_trgm index on lower(name).
+  if (f.nameContains) where.push(sql`lower(d.name) LIKE '%' || ${likeEscape(f.nameContains)} || '%'`);
+  if (f.statuses !== undefined) where.push(sql`d.status IN (${sqlList(f.statuses)})`);
+  if (f.remoteReconciled !== undefined) where.push(sql`d.remote_reconciled = ${f.remoteReconciled}`);
+  if (f.imageVersion !== undefined) where.push(sql`d.image_version = ${f.imageVersion}`);
+  if (f.deploymentType !== undefined) where.push(sql`d.deployment_type = ${f.deploymentType}`);
+  if (f.ids !== undefined) where.push(sql`d.id IN (${uuidList(f.ids)})`);
+  // One EXISTS per tag key: a probe of deployment_tags' primary key per candidate row, or a scan
+  // of the value's taggings, whichever PostgreSQL finds cheaper (never a GROUP BY over all taggings).
+  for (const group of f.tagGroups ?? []) {
+    where.push(sql`EXISTS (SELECT 1 FROM deployment_tags dt
+                            WHERE dt.deployment_id = d.id AND dt.tag_value_id IN (${uuidList(group)}))`);
+  }
+  return sql.join(where, sql` AND `);
+}
+
 /**
- * One page of records. The page's ids are chosen first — an index-only scan over the list order
- * (the list indexes lead with workspace and filter columns), so skipped rows cost an index entry,
- * not a heap fetch and a join — and only the page's rows are read and joined with their revisions.
+ * One page of records as the response body, assembled by PostgreSQL from the stored records:
+ * `{"resources":[…],"offset":N}`. The page's ids are chosen first — an index scan over the list
+ * order (the list indexes lead with workspace and filter columns) — and only the page's rows are read.
  */
-export function selectDeploymentRows(exec: Reader, where: SQL, limit: number, offset: number) {
-  return rows<DeploymentRow>(
+export async function deploymentPage(
+  exec: Reader,
+  workspaceId: string,
+  filter: DeploymentFilter,
+  limit: number,
+  offset: number,
+): Promise<string> {
+  const [row] = await rows<{ body: string }>(
     exec,
-    sql`SELECT ${sql.raw(RECORD_COLUMNS)}
-          FROM (SELECT d.id FROM deployments d WHERE ${where}
+    sql`SELECT '{"resources":[' || coalesce(string_agg(d.record, ',' ORDER BY d.created_at DESC, d.id DESC), '')
+               || '],"offset":' || (${offset}::int + count(*)) || '}' AS body
+          FROM (SELECT d.id FROM deployments d WHERE ${filterSql(workspaceId, filter)}
                  ORDER BY d.created_at DESC, d.id DESC LIMIT ${limit} OFFSET ${offset}) page
-          JOIN deployments d ON d.id = page.id
-          LEFT JOIN revisions r ON r.id = d.latest_revision_id
-         ORDER BY d.created_at DESC, d.id DESC`,
+          JOIN deployments d ON d.id = page.id`,
   );
+  return row?.body ?? `{"resources":[],"offset":${offset}}`;
+}
+
+/** The plan of a list query (the scale bench prints it for every filter). */
+export async function explainDeploymentPage(
+  exec: Reader,
+  workspaceId: string,
+  filter: DeploymentFilter,
+  limit: number,
+  offset: number,
+): Promise<string> {
+  const plan = await rows<{ "QUERY PLAN": string }>(
+    exec,
+    sql`EXPLAIN (ANALYZE, COSTS OFF, BUFFERS OFF)
+        SELECT d.id FROM deployments d WHERE ${filterSql(workspaceId, filter)}
+         ORDER BY d.created_at DESC, d.id DESC LIMIT ${limit} OFFSET ${offset}`,
+  );
+  return plan.map((p) => p["QUERY PLAN"]).join("\n");
 }
 
 export async function deploymentExists(exec: Reader, workspaceId: string, id: string): Promise<boolean> {
@@ -101,13 +134,14 @@ export interface LockedDeployment {
     secret_names?: string[];
   } | null;
   pending_secrets_enc: string | null;
+  etag: string;
 }
 
 async function readForWrite(exec: Reader, workspaceId: string, id: string, lock: boolean) {
   const [row] = await rows<LockedDeployment>(
     exec,
     sql`SELECT id, organization_id, name, source, deployment_type, source_config, image_version, status,
-               latest_revision_id, revision_count, pending_revision, pending_secrets_enc
+               latest_revision_id, revision_count, pending_revision, pending_secrets_enc, etag
           FROM deployments WHERE id = ${id} AND workspace_id = ${workspaceId}${lock ? sql` FOR UPDATE` : sql``}`,
   );
   return row;
@@ -121,6 +155,55 @@ export function lockDeployment(exec: Executor, workspaceId: string, id: string) 
 /** The same row without the lock (a check before the transaction). */
 export function peekDeployment(exec: Reader, workspaceId: string, id: string) {
   return readForWrite(exec, workspaceId, id, false);
+}
+
+/**
+ * What the record shows of the latest revision (deployments.latest_revision_content): the
+ * secrets as the record lists them, values masked.
+ */
+export interface LatestContent {
+  source_revision_config: Record<string, unknown>;
+  resource_spec: Record<string, unknown> | null;
+  secret_references: SecretReference[] | null;
+  secrets: { name: string; value: string }[];
+}
+
+/** The latest revision as a PATCH builds on it, with its stored secrets (envelopes, not opened). */
+export interface LatestRevision extends Omit<LatestContent, "secrets"> {
+  id: string;
+  secret_names: string[];
+  secrets: StoredSecret[];
+}
+
+/**
+ * A PATCH's one read: the deployment row (locked when `lock`), its latest revision and that
+ * revision's secrets, in one statement.
+ */
+export async function readPatchState(
+  exec: Reader,
+  workspaceId: string,
+  id: string,
+  lock: boolean,
+): Promise<{ deployment: LockedDeployment; latest: LatestRevision | null } | undefined> {
+  const query = sql`SELECT d.id, d.organization_id, d.name, d.source, d.deployment_type, d.source_config,
+               d.image_version, d.status, d.latest_revision_id, d.revision_count, d.pending_revision,
+               d.pending_secrets_enc, d.etag,
+               CASE WHEN r.id IS NULL THEN NULL ELSE json_build_object(
+                 'id', r.id, 'source_revision_config', r.source_revision_config,
+                 'resource_spec', r.resource_spec, 'secret_references', r.secret_references,
+                 'secrets', coalesce((SELECT json_agg(json_build_object('id', s.id, 'name', s.name,
+                                        'value_enc', s.value_enc, 'deployment_id', s.deployment_id) ORDER BY s.position)
+                                        FROM revision_secrets s WHERE s.revision_id = r.id), '[]'::json)) END AS latest
+          FROM deployments d LEFT JOIN revisions r ON r.id = d.latest_revision_id
+         WHERE d.id = ${id} AND d.workspace_id = ${workspaceId}${lock ? sql` FOR UPDATE OF d` : sql``}`;
+  type Row = LockedDeployment & { latest: Omit<LatestRevision, "secret_names"> | null };
+  const [row] = await rows<Row>(exec, query);
+  if (!row) return undefined;
+  const { latest, ...deployment } = row;
+  return {
+    deployment,
+    latest: latest && { ...latest, secret_names: latest.secrets.map((s) => s.name) },
+  };
 }
 
 export interface NewDeployment {
@@ -140,45 +223,85 @@ export interface NewDeployment {
 }
 
 /** Throws the driver's unique violation (`deployments_workspace_name_key`) for a taken name. */
-export async function insertDeployment(exec: Executor, d: NewDeployment): Promise<void> {
-  await exec.execute(
+export async function insertDeployment(exec: Executor, d: NewDeployment): Promise<StoredRecord> {
+  const [row] = await rows<StoredRecord>(
+    exec,
     sql`INSERT INTO deployments (id, organization_id, workspace_id, name, source, deployment_type, source_config,
                                  image_version, remote_reconciled, pending_revision, pending_secrets_enc,
                                  created_at, updated_at)
         VALUES (${d.id}, ${d.organizationId}, ${d.workspaceId}, ${d.name}, ${d.source}, ${d.deploymentType},
                 ${JSON.stringify(d.sourceConfig)}::jsonb, ${d.imageVersion}, ${d.remoteReconciled},
-                ${d.pendingRevision}::jsonb, ${d.pendingSecretsEnc}, ${d.at}, ${d.at})`,
+                ${d.pendingRevision}::jsonb, ${d.pendingSecretsEnc}, ${d.at}, ${d.at})
+        RETURNING record, etag`,
   );
+  if (!row) throw new Error("INSERT … RETURNING returned no row");
+  return row;
 }
 
-/** The fields a PATCH changes without a revision. */
+/** The fields a PATCH changes without a revision; returns the new record. */
 export async function updateInPlace(
-  exec: Executor,
+  tx: Transaction,
   id: string,
   sourceConfig: Record<string, unknown>,
   imageVersion: string | null,
   at: string,
-): Promise<void> {
-  await exec.execute(
+): Promise<StoredRecord> {
+  const [row] = await tx.query<StoredRecord>(
     sql`UPDATE deployments SET source_config = ${JSON.stringify(sourceConfig)}::jsonb,
-               image_version = ${imageVersion}, updated_at = ${at}
-         WHERE id = ${id}`,
+               image_version = ${imageVersion}::text, updated_at = ${at}::timestamptz
+         WHERE id = ${id}::uuid RETURNING record, etag`,
   );
+  if (!row) throw new Error("deployment vanished under its row lock");
+  return row;
 }
 
-/** The deployment's latest revision is now `revisionId`, its `seq`-th; what was pending is spent. */
-export async function pointAtRevision(
-  exec: Executor,
-  id: string,
-  revisionId: string,
-  seq: number,
-  at: string,
-): Promise<void> {
+/** A new revision's statements (revisions/store.ts builds them) and what the deployment becomes. */
+export interface RevisionCommit {
+  insertRevision: SQL;
+  insertSecrets: SQL | null;
+  skipOlder: SQL | null;
+  deploymentId: string;
+  revisionId: string;
+  seq: number;
+  content: LatestContent;
+  /** The in-place fields, as they are after this write. */
+  sourceConfig: Record<string, unknown>;
+  imageVersion: string | null;
+  at: string;
+}
+
+/**
+ * Commits a revision in one data-modifying statement: the revision, its secrets, SKIPPED for the
+ * older ones not started, and the deployment pointed at it (what was pending is spent), returning
+ * the new record; the reconciler is notified in the same statement (delivered at commit).
+ */
+export async function commitRevision(tx: Transaction, c: RevisionCommit): Promise<StoredRecord> {
+  const parts: SQL[] = [sql`new_revision AS (${c.insertRevision} RETURNING id)`];
+  if (c.insertSecrets) parts.push(sql`new_secrets AS (${c.insertSecrets})`);
+  if (c.skipOlder) parts.push(sql`skipped AS (${c.skipOlder})`);
+  parts.push(sql`moved AS (
+    UPDATE deployments
+       SET source_config = ${JSON.stringify(c.sourceConfig)}::jsonb, image_version = ${c.imageVersion}::text,
+           revision_count = ${c.seq}::int, latest_revision_id = ${c.revisionId}::uuid,
+           latest_revision_content = ${JSON.stringify(c.content)}::jsonb, updated_at = ${c.at}::timestamptz,
+           pending_revision = NULL, pending_secrets_enc = NULL
+     WHERE id = ${c.deploymentId}::uuid
+     RETURNING record, etag)`);
+  const [row] = await tx.query<StoredRecord>(
+    sql`WITH ${sql.join(parts, sql`, `)}
+        SELECT record, etag FROM moved, pg_notify(${WORK_CHANNEL}::text, ${c.revisionId}::text)`,
+  );
+  if (!row) throw new Error("deployment vanished under its row lock");
+  return row;
+}
+
+/** The commit a git source resolved to, when that revision is the deployment's latest (its record shows it). */
+export async function recordLatestCommit(exec: Executor, revisionId: string, sha: string): Promise<void> {
   await exec.execute(
     sql`UPDATE deployments
-           SET revision_count = ${seq}, latest_revision_id = ${revisionId}, updated_at = ${at},
-               pending_revision = NULL, pending_secrets_enc = NULL
-         WHERE id = ${id}`,
+           SET latest_revision_content = jsonb_set(latest_revision_content, '{source_revision_config,repo_commit_sha}',
+                                                   to_jsonb(${sha}::text))
+         WHERE latest_revision_id = ${revisionId} AND latest_revision_content IS NOT NULL`,
   );
 }
 
@@ -313,10 +436,10 @@ export async function saveKeyResponse(
   workspaceId: string,
   key: string,
   statusCode: number,
-  body: unknown,
+  json: string,
 ): Promise<void> {
   await tx.execute(
-    sql`UPDATE idempotency_keys SET status_code = ${statusCode}, response = ${JSON.stringify(body)}::jsonb
+    sql`UPDATE idempotency_keys SET status_code = ${statusCode}, response = ${json}::jsonb
          WHERE workspace_id = ${workspaceId} AND key = ${key}`,
   );
 }

@@ -1,10 +1,11 @@
 import type { ServerResponse } from "node:http";
-import { sql } from "drizzle-orm";
 import { LOGS_CHANNEL } from "../../db/channels.ts";
-import { type Database, rows } from "../../db/client.ts";
-import { isTerminal, type RevisionStatus } from "../../reconciler/states.ts";
+import type { Database } from "../../db/client.ts";
+import { isTerminal } from "../../reconciler/states.ts";
+import { revisionStatus } from "../revisions/store.ts";
 import type { LogsQuery } from "./schema.ts";
 import { logsAfter } from "./service.ts";
+import { lastLineIdAt } from "./store.ts";
 
 const BATCH = 500;
 /** Fallback when a NOTIFY is missed (another process's listener reconnecting, say). */
@@ -27,11 +28,7 @@ export async function followLogs(
 ): Promise<void> {
   let after = lastEventId && /^\d{1,18}$/.test(lastEventId) ? lastEventId : "0";
   if (after === "0" && q.since) {
-    const [row] = await rows<{ id: string | null }>(
-      db.orm,
-      sql`SELECT max(id)::text AS id FROM revision_logs WHERE revision_id = ${revisionId} AND at <= ${q.since}::timestamptz`,
-    );
-    after = row?.id ?? "0";
+    after = await lastLineIdAt(db.orm, revisionId, q.since);
   }
   res.writeHead(200, {
     ...headers,
@@ -59,10 +56,7 @@ export async function followLogs(
   try {
     while (!closed) {
       // Status first: lines stored before it turned terminal are then all in the next read.
-      const [row] = await rows<{ status: RevisionStatus }>(
-        db.orm,
-        sql`SELECT status FROM revisions WHERE id = ${revisionId}`,
-      );
+      const status = await revisionStatus(db.orm, revisionId);
       const batch = await logsAfter(db.orm, revisionId, q.type, after, BATCH);
       if (closed) break;
       for (const line of batch) {
@@ -72,8 +66,8 @@ export async function followLogs(
         after = line.id;
       }
       if (batch.length === BATCH) continue;
-      if (!row || (q.type === "build" && isTerminal(row.status))) {
-        res.write(`event: end\ndata: ${JSON.stringify({ status: row?.status ?? null })}\n\n`);
+      if (status === undefined || (q.type === "build" && isTerminal(status))) {
+        res.write(`event: end\ndata: ${JSON.stringify({ status: status ?? null })}\n\n`);
         break;
       }
       await new Promise<void>((resolve) => {

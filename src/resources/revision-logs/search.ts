@@ -4,7 +4,8 @@ import type { LogStream } from "../../runtimes/interface.ts";
 import { deploymentExists } from "../deployments/store.ts";
 import type { LogLevel } from "./levels.ts";
 import type { LogPage, LogSearchBody } from "./schema.ts";
-import { type LogScope, queryLogs, revisionStatus } from "./service.ts";
+import { revisionStatus } from "./service.ts";
+import { type LogScope, queryLogs } from "./store.ts";
 
 /** What a search reads: a stream of one revision, or the deploy stream of a whole deployment. */
 export interface SearchTarget {

@@ -1,6 +1,6 @@
 import { workspaceOf } from "../../http/auth.ts";
 import { errorResponse } from "../../http/errors.ts";
-import type { App } from "../../http/types.ts";
+import { type App, sendStored } from "../../http/types.ts";
 import { Deployment, DeploymentParams } from "../deployments/schema.ts";
 import { ListRevisionsQuery, Revision, RevisionList, RevisionParams } from "./schema.ts";
 import { getRevision, interruptRevision, listRevisions, redeployRevision } from "./service.ts";
@@ -21,8 +21,17 @@ export async function revisionRoutes(app: App): Promise<void> {
         response: { 200: RevisionList },
       },
     },
-    async (request) =>
-      listRevisions(deps.db, workspaceOf(request).workspaceId, request.params.deployment_id, request.query),
+    // Bodies are the stored records (a list assembled by PostgreSQL), sent as they are.
+    async (request, reply) =>
+      sendStored(
+        reply,
+        await listRevisions(
+          deps.db,
+          workspaceOf(request).workspaceId,
+          request.params.deployment_id,
+          request.query,
+        ),
+      ),
   );
 
   app.get(
@@ -30,12 +39,15 @@ export async function revisionRoutes(app: App): Promise<void> {
     {
       schema: { tags, summary: "Get a revision", params: RevisionParams, response: { 200: Revision } },
     },
-    async (request) =>
-      getRevision(
-        deps.db,
-        workspaceOf(request).workspaceId,
-        request.params.deployment_id,
-        request.params.revision_id,
+    async (request, reply) =>
+      sendStored(
+        reply,
+        await getRevision(
+          deps.db,
+          workspaceOf(request).workspaceId,
+          request.params.deployment_id,
+          request.params.revision_id,
+        ),
       ),
   );
 
@@ -49,13 +61,16 @@ export async function revisionRoutes(app: App): Promise<void> {
         response: { 200: Deployment, 400: errorResponse("The deployment is being deleted.") },
       },
     },
-    async (request) =>
-      redeployRevision(
-        deps.db,
-        deps.keyring,
-        workspaceOf(request),
-        request.params.deployment_id,
-        request.params.revision_id,
+    async (request, reply) =>
+      sendStored(
+        reply,
+        await redeployRevision(
+          deps.db,
+          deps.keyring,
+          workspaceOf(request),
+          request.params.deployment_id,
+          request.params.revision_id,
+        ),
       ),
   );
 
@@ -74,12 +89,15 @@ export async function revisionRoutes(app: App): Promise<void> {
           response: { 200: Revision, 400: errorResponse("The revision has already ended.") },
         },
       },
-      async (request) =>
-        interruptRevision(
-          deps.db,
-          workspaceOf(request),
-          request.params.deployment_id,
-          request.params.revision_id,
+      async (request, reply) =>
+        sendStored(
+          reply,
+          await interruptRevision(
+            deps.db,
+            workspaceOf(request),
+            request.params.deployment_id,
+            request.params.revision_id,
+          ),
         ),
     );
   }

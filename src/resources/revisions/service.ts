@@ -3,38 +3,12 @@ import { WORK_CHANNEL } from "../../db/channels.ts";
 import type { Database, Reader } from "../../db/client.ts";
 import type { WorkspaceCaller } from "../../http/auth.ts";
 import { badRequest, notFound } from "../../http/errors.ts";
-import { isTerminal, REVISION_STATUSES, type RevisionStatus } from "../../reconciler/states.ts";
+import { isTerminal, REVISION_STATUSES } from "../../reconciler/states.ts";
 import { commaList } from "../deployments/list.ts";
-import { findDeployment, toSourceRevisionConfig } from "../deployments/record.ts";
 import { insertRevision, readRevisionContent } from "../deployments/revision-writer.ts";
-import type { Deployment } from "../deployments/schema.ts";
 import { deploymentExists, lockDeployment } from "../deployments/store.ts";
-import type { ListRevisionsQuery, Revision, RevisionList } from "./schema.ts";
-import {
-  findRevisionRow,
-  listRevisionRows,
-  lockRevisionStatus,
-  type RevisionRow,
-  writeRevisionStatus,
-} from "./store.ts";
-
-export function toRevision(row: RevisionRow): Revision {
-  return {
-    id: row.id,
-    created_at: row.created_at,
-    updated_at: row.updated_at,
-    status: row.status,
-    source: row.source,
-    source_revision_config: toSourceRevisionConfig(row.source_revision_config),
-    deployment_id: row.deployment_id,
-    status_history: row.status_history.map((h) => ({
-      status: h.status as RevisionStatus,
-      at: h.at,
-      ...(h.message === undefined ? {} : { message: h.message }),
-    })),
-    status_message: row.status_message,
-  };
-}
+import type { ListRevisionsQuery } from "./schema.ts";
+import { findRevisionRecord, lockRevisionStatus, revisionPage, writeRevisionStatus } from "./store.ts";
 
 /** Newest first (by sequence number), optionally only some statuses. */
 export async function listRevisions(
@@ -42,7 +16,7 @@ export async function listRevisions(
   workspaceId: string,
   deploymentId: string,
   q: ListRevisionsQuery,
-): Promise<RevisionList> {
+): Promise<string> {
   const statuses =
     q.status === undefined
       ? undefined
@@ -53,17 +27,17 @@ export async function listRevisions(
           `a revision status (${REVISION_STATUSES.join(", ")})`,
         );
   // No revision is applied by a remote listener (there are none yet): `true` matches nothing.
-  const list = await listRevisionRows(exec, workspaceId, deploymentId, {
+  const page = await revisionPage(exec, workspaceId, deploymentId, {
     statuses,
     none: q.remote_reconciled === true,
     limit: q.limit,
     offset: q.offset,
   });
   // An empty page is only a 404 when the deployment itself is not there.
-  if (list.length === 0 && !(await deploymentExists(exec, workspaceId, deploymentId))) {
+  if (page.count === 0 && !(await deploymentExists(exec, workspaceId, deploymentId))) {
     throw notFound("Deployment not found.");
   }
-  return { resources: list.map(toRevision), offset: q.offset + list.length };
+  return page.body;
 }
 
 export async function getRevision(
@@ -71,10 +45,10 @@ export async function getRevision(
   workspaceId: string,
   deploymentId: string,
   revisionId: string,
-): Promise<Revision> {
-  const row = await findRevisionRow(exec, workspaceId, deploymentId, revisionId);
-  if (!row) throw notFound("Revision not found.");
-  return toRevision(row);
+): Promise<string> {
+  const record = await findRevisionRecord(exec, workspaceId, deploymentId, revisionId);
+  if (record === undefined) throw notFound("Revision not found.");
+  return record;
 }
 
 /**
@@ -87,20 +61,15 @@ export async function redeployRevision(
   caller: WorkspaceCaller,
   deploymentId: string,
   revisionId: string,
-): Promise<Deployment> {
-  const result = await db.orm.transaction(async (tx) => {
-    const d = await lockDeployment(tx, caller.workspaceId, deploymentId);
+): Promise<string> {
+  return db.transaction(async (tx) => {
+    const d = await lockDeployment(tx.orm, caller.workspaceId, deploymentId);
     if (!d) throw notFound("Deployment not found.");
-    const content = await readRevisionContent(tx, keyring, deploymentId, revisionId);
+    const content = await readRevisionContent(tx.orm, keyring, deploymentId, revisionId);
     if (!content) throw notFound("Revision not found.");
     if (d.status === "AWAITING_DELETE") throw badRequest("The deployment is being deleted.");
-    const id = await insertRevision(tx, keyring, d, content, new Date());
-    const record = await findDeployment(tx, caller.workspaceId, deploymentId);
-    if (!record) throw new Error("deployment vanished under its row lock");
-    return { record, id };
+    return (await insertRevision(tx, d, content, new Date())).record;
   });
-  await db.notify(WORK_CHANNEL, result.id);
-  return result.record;
 }
 
 /** Stops a revision that has not ended: INTERRUPTED at once; the reconciler stops its work. */
@@ -109,7 +78,7 @@ export async function interruptRevision(
   caller: WorkspaceCaller,
   deploymentId: string,
   revisionId: string,
-): Promise<Revision> {
+): Promise<string> {
   const revision = await db.orm.transaction(async (tx) => {
     const status = await lockRevisionStatus(tx, caller.workspaceId, deploymentId, revisionId);
     if (status === undefined) throw notFound("Revision not found.");

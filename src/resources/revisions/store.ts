@@ -1,9 +1,8 @@
 import { type SQL, sql } from "drizzle-orm";
 import { type Executor, type Reader, rows } from "../../db/client.ts";
 import { type EnvelopeColumn, envelopeColumn } from "../../db/envelopes.ts";
-import type { StatusChange } from "../../db/schema/deployments.ts";
-import { revisionSecrets } from "../../db/schema/deployments.ts";
-import { fromNow, isoSql, sqlList } from "../../db/sql.ts";
+import { revisionSecrets, type StatusChange } from "../../db/schema/deployments.ts";
+import { fromNow, sqlList } from "../../db/sql.ts";
 import {
   assertTransition,
   isTerminal,
@@ -18,52 +17,67 @@ import type { SecretReference, Source } from "../deployments/schema.ts";
  * reconciler/store.ts). Every status change goes through `writeRevisionStatus`.
  */
 
-/** A revision as the API shows it. */
-export interface RevisionRow {
-  id: string;
-  created_at: string;
-  updated_at: string;
-  status: RevisionStatus;
-  source: Source;
-  source_revision_config: Record<string, unknown>;
-  deployment_id: string;
-  status_history: StatusChange[];
-  status_message: string | null;
+/** What a list page needs of the query: statuses narrow, `none` matches nothing. */
+export interface RevisionPage {
+  statuses?: readonly string[];
+  none?: boolean;
+  limit: number;
+  offset: number;
 }
 
-/** Revisions of a deployment of the caller's workspace (the join is the tenancy check). */
-const SELECT =
-  sql.raw(`SELECT r.id, ${isoSql("r.created_at")} AS created_at, ${isoSql("r.updated_at")} AS updated_at,
-       r.status, r.source, r.source_revision_config, r.deployment_id, r.status_history, r.status_message
-  FROM revisions r JOIN deployments d ON d.id = r.deployment_id`);
-
-/** Newest first (by sequence number); `statuses` narrows, `none` matches nothing. */
-export function listRevisionRows(
+/**
+ * A page of a deployment's revisions of the caller's workspace (the join is the tenancy check),
+ * newest first (by sequence number), as the response body PostgreSQL assembles from the stored
+ * records; `count` is the number on the page.
+ */
+export async function revisionPage(
   exec: Reader,
   workspaceId: string,
   deploymentId: string,
-  page: { statuses?: readonly string[]; none?: boolean; limit: number; offset: number },
-): Promise<RevisionRow[]> {
+  page: RevisionPage,
+): Promise<{ body: string; count: number }> {
   const where: SQL[] = [sql`d.workspace_id = ${workspaceId}`, sql`r.deployment_id = ${deploymentId}`];
   if (page.statuses !== undefined) where.push(sql`r.status IN (${sqlList(page.statuses)})`);
   if (page.none) where.push(sql`false`);
-  return rows<RevisionRow>(
+  const [row] = await rows<{ body: string; count: number }>(
     exec,
-    sql`${SELECT} WHERE ${sql.join(where, sql` AND `)} ORDER BY r.seq DESC LIMIT ${page.limit} OFFSET ${page.offset}`,
+    sql`SELECT '{"resources":[' || coalesce(string_agg(p.record, ',' ORDER BY p.seq DESC), '')
+               || '],"offset":' || (${page.offset}::int + count(*)) || '}' AS body, count(*)::int AS count
+          FROM (SELECT r.record, r.seq FROM revisions r JOIN deployments d ON d.id = r.deployment_id
+                 WHERE ${sql.join(where, sql` AND `)}
+                 ORDER BY r.seq DESC LIMIT ${page.limit} OFFSET ${page.offset}) p`,
   );
+  return row ?? { body: `{"resources":[],"offset":${page.offset}}`, count: 0 };
 }
 
-export async function findRevisionRow(
+/** A revision's stored record (JSON text), when it is that deployment's, of that workspace. */
+export async function findRevisionRecord(
   exec: Reader,
   workspaceId: string,
   deploymentId: string,
   revisionId: string,
-): Promise<RevisionRow | undefined> {
-  const [row] = await rows<RevisionRow>(
+): Promise<string | undefined> {
+  const [row] = await rows<{ record: string }>(
     exec,
-    sql`${SELECT} WHERE d.workspace_id = ${workspaceId} AND r.deployment_id = ${deploymentId} AND r.id = ${revisionId}`,
+    sql`SELECT r.record FROM revisions r JOIN deployments d ON d.id = r.deployment_id
+         WHERE d.workspace_id = ${workspaceId} AND r.deployment_id = ${deploymentId} AND r.id = ${revisionId}`,
   );
-  return row;
+  return row?.record;
+}
+
+/** The status of a revision of that deployment of that workspace (undefined: no such revision there). */
+export async function revisionStatusIn(
+  exec: Reader,
+  workspaceId: string,
+  deploymentId: string,
+  revisionId: string,
+): Promise<RevisionStatus | undefined> {
+  const [row] = await rows<{ status: RevisionStatus }>(
+    exec,
+    sql`SELECT r.status FROM revisions r JOIN deployments d ON d.id = r.deployment_id
+         WHERE r.id = ${revisionId} AND d.id = ${deploymentId} AND d.workspace_id = ${workspaceId}`,
+  );
+  return row?.status;
 }
 
 /** The status of a revision of the workspace, its row locked for the rest of the transaction. */
@@ -103,18 +117,19 @@ export interface NewRevision {
   at: string;
 }
 
-/** A new revision, QUEUED. */
-export async function insertRevisionRow(exec: Executor, r: NewRevision): Promise<void> {
+/**
+ * The statement that inserts a new revision, QUEUED: one part of the data-modifying CTE that
+ * commits a revision (deployments/store.ts `commitRevision`).
+ */
+export function insertRevisionStatement(r: NewRevision): SQL {
   const history: StatusChange[] = [{ status: "QUEUED", at: r.at }];
   const json = (v: unknown) => (v === null ? null : JSON.stringify(v));
-  await exec.execute(
-    sql`INSERT INTO revisions (id, deployment_id, seq, status, source, source_revision_config, resource_spec,
+  return sql`INSERT INTO revisions (id, deployment_id, seq, status, source, source_revision_config, resource_spec,
                                secret_references, build_config, status_history, created_at, updated_at)
-        VALUES (${r.id}, ${r.deploymentId}, ${r.seq}, 'QUEUED', ${r.source},
+        VALUES (${r.id}::uuid, ${r.deploymentId}::uuid, ${r.seq}::int, 'QUEUED', ${r.source}::text,
                 ${JSON.stringify(r.sourceRevisionConfig)}::jsonb, ${json(r.resourceSpec)}::jsonb,
                 ${json(r.secretReferences)}::jsonb, ${JSON.stringify(r.buildConfig)}::jsonb,
-                ${JSON.stringify(history)}::jsonb, ${r.at}, ${r.at})`,
-  );
+                ${JSON.stringify(history)}::jsonb, ${r.at}::timestamptz, ${r.at}::timestamptz)`;
 }
 
 /** Which rows a status write moves: one revision, or the other revisions of a deployment. */
@@ -145,8 +160,16 @@ export async function writeRevisionStatus(
   target: StatusTarget,
   w: StatusWrite,
 ): Promise<number> {
+  const statement = revisionStatusStatement(target, w);
+  if (statement === null) return 0;
+  const moved = await rows<{ id: string }>(exec, statement);
+  return moved.length;
+}
+
+/** The statement `writeRevisionStatus` runs (returning the ids moved); null when no status may move. */
+export function revisionStatusStatement(target: StatusTarget, w: StatusWrite): SQL | null {
   for (const from of w.from) assertTransition(from, w.to);
-  if (w.from.length === 0) return 0;
+  if (w.from.length === 0) return null;
   const at = w.at ?? new Date().toISOString();
   const change: StatusChange = { status: w.to, at, ...(w.message ? { message: w.message } : {}) };
   const sets: SQL[] = [
@@ -164,11 +187,7 @@ export async function writeRevisionStatus(
     if (isTerminal(w.to)) sets.push(sql`lease_owner = NULL`, sql`lease_expires_at = NULL`);
     else sets.push(sql`lease_expires_at = ${fromNow(w.lease.leaseMs)}`);
   }
-  const moved = await rows<{ id: string }>(
-    exec,
-    sql`UPDATE revisions SET ${sql.join(sets, sql`, `)} WHERE ${sql.join(where, sql` AND `)} RETURNING id`,
-  );
-  return moved.length;
+  return sql`UPDATE revisions SET ${sql.join(sets, sql`, `)} WHERE ${sql.join(where, sql` AND `)} RETURNING id`;
 }
 
 /** What a new revision copies from an existing one. */
@@ -192,46 +211,39 @@ export async function revisionContentRow(
   return row;
 }
 
-/** The latest revision as a PATCH builds on it (secret values are read only under the lock). */
-export interface LatestRevision extends RevisionContentRow {
-  id: string;
-  secret_names: string[] | null;
-}
-
-export async function latestRevisionRow(
-  exec: Reader,
-  revisionId: string,
-): Promise<LatestRevision | undefined> {
-  const [row] = await rows<LatestRevision>(
-    exec,
-    sql`SELECT r.id, r.source, r.source_revision_config, r.resource_spec, r.secret_references,
-               (SELECT json_agg(s.name ORDER BY s.position) FROM revision_secrets s WHERE s.revision_id = r.id)
-                 AS secret_names
-          FROM revisions r WHERE r.id = ${revisionId}`,
-  );
-  return row;
-}
-
-/** A secret as stored: its value is an envelope bound to the row id (deployments/secrets.ts opens it). */
+/**
+ * A secret as stored: its value is an envelope bound to the deployment and name, or, for rows
+ * written before migration 0008 (`deployment_id` null), to the row id (deployments/secrets.ts).
+ */
 export interface StoredSecret {
   id: string;
   name: string;
   value_enc: string;
+  deployment_id: string | null;
 }
 
-export async function insertSecretRows(exec: Executor, revisionId: string, secrets: StoredSecret[]) {
-  if (secrets.length === 0) return;
-  await exec
-    .insert(revisionSecrets)
-    .values(
-      secrets.map((s, position) => ({ id: s.id, revisionId, name: s.name, valueEnc: s.value_enc, position })),
-    );
+/** A secret to insert: its envelope, already bound to the deployment and name. */
+export interface SealedSecret {
+  name: string;
+  value_enc: string;
+}
+
+/** The statement inserting a new revision's secrets in their order (part of `commitRevision`'s CTE). */
+export function insertSecretsStatement(
+  revisionId: string,
+  deploymentId: string,
+  secrets: SealedSecret[],
+): SQL {
+  return sql`INSERT INTO revision_secrets (revision_id, deployment_id, name, value_enc, position)
+      SELECT ${revisionId}::uuid, ${deploymentId}::uuid, s.name, s.value_enc, s.position
+        FROM jsonb_to_recordset(${JSON.stringify(secrets.map((s, position) => ({ ...s, position })))}::jsonb)
+             AS s(name text, value_enc text, position int)`;
 }
 
 export function secretRows(exec: Reader, revisionId: string): Promise<StoredSecret[]> {
   return rows<StoredSecret>(
     exec,
-    sql`SELECT id, name, value_enc FROM revision_secrets WHERE revision_id = ${revisionId} ORDER BY position`,
+    sql`SELECT id, name, value_enc, deployment_id FROM revision_secrets WHERE revision_id = ${revisionId} ORDER BY position`,
   );
 }
 
@@ -288,5 +300,20 @@ export async function revisionIdsOf(exec: Reader, deploymentId: string): Promise
 
 /** The encrypted columns of this store's tables, for key rotation. */
 export const revisionEnvelopes = (exec: Executor): EnvelopeColumn[] => [
-  envelopeColumn(exec, revisionSecrets, revisionSecrets.valueEnc),
+  envelopeColumn(
+    exec,
+    revisionSecrets,
+    revisionSecrets.valueEnc,
+    // secretContextId, in SQL.
+    sql`coalesce(${revisionSecrets.deploymentId}::text || '/' || ${revisionSecrets.name}, ${revisionSecrets.id}::text)`,
+  ),
 ];
+
+/**
+ * The id a revision secret's encryption context names: `<deployment id>/<name>` (rows since
+ * migration 0008, so a new revision copies an unchanged envelope as is), or the row id (older
+ * rows, deployment_id null). `revisionEnvelopes` states the same rule in SQL, for rotation.
+ */
+export function secretContextId(row: { id: string; name: string; deployment_id: string | null }): string {
+  return row.deployment_id === null ? row.id : `${row.deployment_id}/${row.name}`;
+}

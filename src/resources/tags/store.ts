@@ -1,6 +1,6 @@
 import { sql } from "drizzle-orm";
-import { type Executor, rows } from "../../db/client.ts";
-import { isoSql } from "../../db/sql.ts";
+import { type Executor, type Reader, rows } from "../../db/client.ts";
+import { isoSql, uuidList } from "../../db/sql.ts";
 import type { DeploymentTag, TagKey, TagValue } from "./schema.ts";
 
 /**
@@ -14,6 +14,17 @@ const TAGGING_SELECT = sql.raw(`SELECT t.deployment_id, t.tag_value_id, v.tag_ke
        ${isoSql("t.created_at")} AS created_at
   FROM deployment_tags t JOIN tag_values v ON v.id = t.tag_value_id JOIN tag_keys k ON k.id = v.tag_key_id
   JOIN deployments d ON d.id = t.deployment_id`);
+
+/** The given tag value ids that exist, grouped by their key (for the list filter). */
+export async function tagValueGroups(exec: Reader, ids: readonly string[]): Promise<string[][]> {
+  if (ids.length === 0) return [];
+  const found = await rows<{ ids: string[] }>(
+    exec,
+    sql`SELECT array_agg(id::text ORDER BY id) AS ids FROM tag_values WHERE id IN (${uuidList(ids)})
+         GROUP BY tag_key_id ORDER BY tag_key_id`,
+  );
+  return found.map((g) => g.ids);
+}
 
 export function tagKeyRows(exec: Executor, workspaceId: string): Promise<TagKey[]> {
   return rows<TagKey>(

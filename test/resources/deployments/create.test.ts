@@ -3,6 +3,7 @@ import { before, it } from "node:test";
 import { sql } from "drizzle-orm";
 import { encryptionContext } from "../../../src/crypto/envelope.ts";
 import { rows } from "../../../src/db/client.ts";
+import { secretContextId } from "../../../src/resources/revisions/store.ts";
 import { authMatrix } from "../../helpers/auth-matrix.ts";
 import {
   assertMatches,
@@ -118,15 +119,19 @@ forEachDatabase(
       assert.equal(projects.body.length, 1);
       assert.equal(projects.body[0]?.deployment_id, d.id);
 
-      const stored = await rows<{ id: string; value_enc: string }>(
+      type Stored = { id: string; name: string; value_enc: string; deployment_id: string | null };
+      const stored = await rows<Stored>(
         ctx.db.orm,
-        sql`SELECT id, value_enc FROM revision_secrets WHERE revision_id = ${d.latest_revision_id}`,
+        sql`SELECT id, name, value_enc, deployment_id FROM revision_secrets WHERE revision_id = ${d.latest_revision_id}`,
       );
       assert.equal(stored.length, 1);
-      const row = stored[0] as { id: string; value_enc: string };
+      const row = stored[0] as Stored;
       assert.ok(!row.value_enc.includes("s3cr3t-value"), "stored encrypted");
       assert.equal(
-        ctx.keyring.decrypt(row.value_enc, encryptionContext("revision_secrets", "value_enc", row.id)),
+        ctx.keyring.decrypt(
+          row.value_enc,
+          encryptionContext("revision_secrets", "value_enc", secretContextId(row)),
+        ),
         "s3cr3t-value",
       );
       assert.ok(!ctx.readLogs().includes("s3cr3t-value"), "never logged");

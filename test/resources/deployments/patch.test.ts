@@ -7,6 +7,7 @@ import { before, it } from "node:test";
 import { sql } from "drizzle-orm";
 import { encryptionContext } from "../../../src/crypto/envelope.ts";
 import { rows } from "../../../src/db/client.ts";
+import { secretContextId } from "../../../src/resources/revisions/store.ts";
 import { authMatrix } from "../../helpers/auth-matrix.ts";
 import {
   assertMatches,
@@ -32,13 +33,13 @@ interface RevisionPage {
 
 /** The stored (decrypted) secrets of a revision, in order. */
 async function storedSecrets(ctx: TestContext, revisionId: string | null): Promise<[string, string][]> {
-  const list = await rows<{ id: string; name: string; value_enc: string }>(
+  const list = await rows<{ id: string; name: string; value_enc: string; deployment_id: string | null }>(
     ctx.db.orm,
-    sql`SELECT id, name, value_enc FROM revision_secrets WHERE revision_id = ${revisionId} ORDER BY position`,
+    sql`SELECT id, name, value_enc, deployment_id FROM revision_secrets WHERE revision_id = ${revisionId} ORDER BY position`,
   );
   return list.map((r) => [
     r.name,
-    ctx.keyring.decrypt(r.value_enc, encryptionContext("revision_secrets", "value_enc", r.id)),
+    ctx.keyring.decrypt(r.value_enc, encryptionContext("revision_secrets", "value_enc", secretContextId(r))),
   ]);
 }
 

@@ -3,6 +3,7 @@ import { before, it } from "node:test";
 import { sql } from "drizzle-orm";
 import { encryptionContext } from "../../../src/crypto/envelope.ts";
 import { rows } from "../../../src/db/client.ts";
+import { secretContextId } from "../../../src/resources/revisions/store.ts";
 import { authMatrix } from "../../helpers/auth-matrix.ts";
 import {
   assertMatches,
@@ -153,14 +154,18 @@ forEachDatabase("revisions", (suite) => {
     assert.equal(res.body.source_revision_config.repo_commit_sha, "0123abcd");
     assert.deepEqual(res.body.source_config.resource_spec, { min_scale: 2 });
     assert.deepEqual(res.body.secrets, [{ name: "TOKEN", value: "********" }]);
-    const secrets = await rows<{ id: string; value_enc: string }>(
+    type Stored = { id: string; name: string; value_enc: string; deployment_id: string | null };
+    const secrets = await rows<Stored>(
       ctx.db.orm,
-      sql`SELECT id, value_enc FROM revision_secrets WHERE revision_id = ${newId}`,
+      sql`SELECT id, name, value_enc, deployment_id FROM revision_secrets WHERE revision_id = ${newId}`,
     );
     assert.equal(secrets.length, 1);
-    const secret = secrets[0] as { id: string; value_enc: string };
+    const secret = secrets[0] as Stored;
     assert.equal(
-      ctx.keyring.decrypt(secret.value_enc, encryptionContext("revision_secrets", "value_enc", secret.id)),
+      ctx.keyring.decrypt(
+        secret.value_enc,
+        encryptionContext("revision_secrets", "value_enc", secretContextId(secret)),
+      ),
       "t-0",
     );
     const previous = await call<Revision>(ctx, "GET", `${base()}/${revisionIds[5]}`);
