@@ -49,6 +49,12 @@ export interface Config {
   /** How build commands and app processes are confined (README "Sandbox"). */
   sandbox: { mode: SandboxMode; uidRange: UidRange };
   reconciler: { enabled: boolean; pollMs: number; leaseMs: number };
+  /** Outgoing webhooks: may they reach loopback and private addresses (tests, a private network)? */
+  webhooks: { allowPrivate: boolean };
+  /** Days the audit log keeps a record (the reconciler leader prunes older ones). */
+  auditRetentionDays: number;
+  /** Seconds between two looks at the branch heads of `local_git` repositories (0: never). */
+  localGitPollS: number;
   /** What one revision may take on disk: its unpacked source, and its directory while it builds. */
   limits: { sourceBytes: number; sourceMaxFiles: number; buildDiskBytes: number };
 }
@@ -270,6 +276,9 @@ export function loadConfig(env: Env = process.env): Config {
       pollMs: intVar(env, "SLIPWAY_RECONCILER_POLL_MS", 2000, 10, 600_000),
       leaseMs: intVar(env, "SLIPWAY_RECONCILER_LEASE_MS", 30_000, 100, 3_600_000),
     },
+    webhooks: { allowPrivate: boolVar(env, "SLIPWAY_WEBHOOKS_ALLOW_PRIVATE", false) },
+    auditRetentionDays: intVar(env, "SLIPWAY_AUDIT_RETENTION_DAYS", 90, 1, 36_500),
+    localGitPollS: intVar(env, "SLIPWAY_LOCAL_GIT_POLL_S", 5, 0, 86_400),
     limits: {
       sourceBytes: intVar(env, "SLIPWAY_SOURCE_LIMIT_BYTES", 1024 ** 3, 1024, 1024 ** 4),
       sourceMaxFiles: intVar(env, "SLIPWAY_SOURCE_MAX_FILES", 100_000, 1, 100_000_000),

@@ -16,6 +16,7 @@ export const encryptedColumns: EncryptedColumn[] = [
   { table: "oauth_flows", column: "code_verifier_enc" },
   { table: "deployments", column: "database_password_enc" },
   { table: "deployments", column: "pending_secrets_enc" },
+  { table: "webhooks", column: "secret_enc" },
 ];
 
 export function encryptionContext(table: string, column: string, id: string): string {

@@ -21,8 +21,8 @@ export interface Job {
  * handles and this process's bookkeeping. The loop (reconciler.ts) owns and fills it.
  */
 export interface Worker {
-  /** Where secret references are read (spec.ts). */
-  readonly config: Pick<Config, "containers">;
+  /** Where secret references are read (spec.ts); how long audit records are kept (leader.ts). */
+  readonly config: Pick<Config, "containers" | "auditRetentionDays">;
   readonly db: Database;
   readonly keyring: Keyring;
   readonly runtimes: Runtimes;

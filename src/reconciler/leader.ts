@@ -1,4 +1,6 @@
+import { pruneAuditLog } from "../resources/audit-log/store.ts";
 import { moveDeployment } from "../resources/deployments/store.ts";
+import { pruneEvents } from "../resources/events/store.ts";
 import type { Worker } from "./context.ts";
 import { asLeader, checkedDeployments } from "./store.ts";
 
@@ -14,5 +16,23 @@ export async function checkHealth(w: Worker): Promise<void> {
       if (health === "unknown" && d.status === "READY") await moveDeployment(tx, d.id, "READY", "UNKNOWN");
       if (health === "running" && d.status === "UNKNOWN") await moveDeployment(tx, d.id, "UNKNOWN", "READY");
     }
+  });
+}
+
+/** Events (and their webhook deliveries) are kept this many days: long after the 24 hours of retries. */
+export const EVENT_RETENTION_DAYS = 30;
+const PRUNE_EVERY_MS = 60 * 60 * 1000;
+let lastPrune = 0;
+
+/**
+ * Leader only, at most hourly per process: audit records older than SLIPWAY_AUDIT_RETENTION_DAYS
+ * and events older than EVENT_RETENTION_DAYS go.
+ */
+export async function pruneHistory(w: Worker, force = false): Promise<void> {
+  if (!force && Date.now() - lastPrune < PRUNE_EVERY_MS) return;
+  lastPrune = Date.now();
+  await asLeader(w.db, async (tx) => {
+    await pruneAuditLog(tx, w.config.auditRetentionDays);
+    await pruneEvents(tx, EVENT_RETENTION_DAYS);
   });
 }

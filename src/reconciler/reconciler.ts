@@ -10,7 +10,7 @@ import { AppDatabases } from "./app-database.ts";
 import type { Job, ReconcilerLogger, Worker } from "./context.ts";
 import { drive } from "./driver.ts";
 import { LostClaim } from "./errors.ts";
-import { checkHealth } from "./leader.ts";
+import { checkHealth, pruneHistory } from "./leader.ts";
 import { DEFAULT_LOG_CAP, LogSinks } from "./log-sink.ts";
 import { followOthers, restoreActive } from "./restore.ts";
 import { Runtimes } from "./runtimes.ts";
@@ -27,7 +27,7 @@ import { startTeardown } from "./teardown.ts";
 
 export interface ReconcilerOptions {
   /** Poll and lease times, the apps' database server, and what the parts read (context.ts). */
-  config: Pick<Config, "reconciler" | "apps" | "containers">;
+  config: Pick<Config, "reconciler" | "apps" | "containers" | "auditRetentionDays">;
   db: Database;
   keyring: Keyring;
   /** The data planes, by the name a revision gives (runtimes.ts `runtimeNameOf`): `local` today. */
@@ -185,6 +185,7 @@ export class Reconciler {
     if (poll) {
       await followOthers(this.w);
       await checkHealth(this.w);
+      await pruneHistory(this.w);
     }
   }
 

@@ -1,13 +1,16 @@
+// Over 300 lines: the one owner of the deployments table (house rule) keeps all its statements here.
 import { type SQL, sql } from "drizzle-orm";
-import { type Executor, type Reader, rows } from "../../db/client.ts";
+import { type Executor, inTransaction, type Reader, rows } from "../../db/client.ts";
 import { isoSql } from "../../db/sql.ts";
 import { assertDeploymentTransition, type DeploymentStatus } from "../../reconciler/states.ts";
+import { emit } from "../events/emit.ts";
 import type { Deployment, DeploymentType, SecretReference, Source } from "./schema.ts";
 
 /**
  * The only module that writes SQL on `deployments` and `idempotency_keys` (the reconciler's
  * teardown claims aside: reconciler/store.ts). Deployment status changes go through
- * `moveDeployment`, which checks the transitions table.
+ * `moveDeployment`, which checks the transitions table. Creating, moving and removing a deployment
+ * emit their events (events/emit.ts) in the same transaction.
  */
 
 /** One deployment row joined with what its record shows of the latest revision. */
@@ -146,6 +149,12 @@ export async function insertDeployment(exec: Executor, d: NewDeployment): Promis
                 ${JSON.stringify(d.sourceConfig)}::jsonb, ${d.imageVersion}, ${d.remoteReconciled},
                 ${d.pendingRevision}::jsonb, ${d.pendingSecretsEnc}, ${d.at}, ${d.at})`,
   );
+  await emit(exec, {
+    organizationId: d.organizationId,
+    workspaceId: d.workspaceId,
+    type: "deployment.created",
+    data: { deployment_id: d.id, deployment_name: d.name, source: d.source, status: "AWAITING_DATABASE" },
+  });
 }
 
 /** The fields a PATCH changes without a revision. */
@@ -188,24 +197,52 @@ export async function moveDeployment(
   at?: string,
 ): Promise<boolean> {
   assertDeploymentTransition(from, to);
-  const done = await rows<{ id: string }>(
-    exec,
-    sql`UPDATE deployments SET status = ${to}, updated_at = ${at === undefined ? sql`now()` : sql`${at}`}
-         WHERE id = ${id} AND status = ${from} RETURNING id`,
-  );
-  return done.length === 1;
+  return inTransaction(exec, async (tx) => {
+    const [moved] = await rows<EventSubject>(
+      tx,
+      sql`UPDATE deployments SET status = ${to}, updated_at = ${at === undefined ? sql`now()` : sql`${at}`}
+           WHERE id = ${id} AND status = ${from} RETURNING ${SUBJECT}`,
+    );
+    if (!moved) return false;
+    if (from !== to) {
+      await emit(tx, {
+        organizationId: moved.organization_id,
+        workspaceId: moved.workspace_id,
+        type: "deployment.status_changed",
+        data: { deployment_id: id, deployment_name: moved.name, status: to, previous_status: from },
+      });
+    }
+    return true;
+  });
 }
+
+/** What an event needs of the deployment it is about. */
+interface EventSubject {
+  name: string;
+  workspace_id: string;
+  organization_id: string;
+}
+const SUBJECT = sql.raw("name, workspace_id, organization_id");
 
 /**
  * Removes a deployment that is AWAITING_DELETE, with its revisions, secrets and taggings (the
  * foreign keys cascade); its tracing project stays, detached. Returns whether a row was removed.
  */
 export async function removeDeployment(exec: Executor, id: string): Promise<boolean> {
-  const removed = await rows<{ id: string }>(
-    exec,
-    sql`DELETE FROM deployments WHERE id = ${id} AND status = 'AWAITING_DELETE' RETURNING id`,
-  );
-  return removed.length > 0;
+  return inTransaction(exec, async (tx) => {
+    const [removed] = await rows<EventSubject>(
+      tx,
+      sql`DELETE FROM deployments WHERE id = ${id} AND status = 'AWAITING_DELETE' RETURNING ${SUBJECT}`,
+    );
+    if (!removed) return false;
+    await emit(tx, {
+      organizationId: removed.organization_id,
+      workspaceId: removed.workspace_id,
+      type: "deployment.deleted",
+      data: { deployment_id: id, deployment_name: removed.name },
+    });
+    return true;
+  });
 }
 
 // ── what the reconciler records ────────────────────────────────────────────────────────────

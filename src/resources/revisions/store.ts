@@ -1,5 +1,5 @@
 import { type SQL, sql } from "drizzle-orm";
-import { type Executor, type Reader, rows } from "../../db/client.ts";
+import { type Executor, inTransaction, type Reader, rows } from "../../db/client.ts";
 import type { StatusChange } from "../../db/schema/deployments.ts";
 import { revisionSecrets } from "../../db/schema/deployments.ts";
 import { fromNow, isoSql, sqlList } from "../../db/sql.ts";
@@ -11,6 +11,7 @@ import {
   TERMINAL_REVISION_STATUSES,
 } from "../../reconciler/states.ts";
 import type { SecretReference, Source } from "../deployments/schema.ts";
+import { emit } from "../events/emit.ts";
 
 /**
  * The only module that writes SQL on `revisions` and `revision_secrets` (leases and claims aside:
@@ -102,18 +103,37 @@ export interface NewRevision {
   at: string;
 }
 
-/** A new revision, QUEUED. */
+/** A new revision, QUEUED (its `revision.status_changed` event says so, in the same transaction). */
 export async function insertRevisionRow(exec: Executor, r: NewRevision): Promise<void> {
   const history: StatusChange[] = [{ status: "QUEUED", at: r.at }];
   const json = (v: unknown) => (v === null ? null : JSON.stringify(v));
-  await exec.execute(
-    sql`INSERT INTO revisions (id, deployment_id, seq, status, source, source_revision_config, resource_spec,
+  await inTransaction(exec, async (tx) => {
+    await tx.execute(
+      sql`INSERT INTO revisions (id, deployment_id, seq, status, source, source_revision_config, resource_spec,
                                secret_references, build_config, status_history, created_at, updated_at)
         VALUES (${r.id}, ${r.deploymentId}, ${r.seq}, 'QUEUED', ${r.source},
                 ${JSON.stringify(r.sourceRevisionConfig)}::jsonb, ${json(r.resourceSpec)}::jsonb,
                 ${json(r.secretReferences)}::jsonb, ${JSON.stringify(r.buildConfig)}::jsonb,
                 ${JSON.stringify(history)}::jsonb, ${r.at}, ${r.at})`,
-  );
+    );
+    const [d] = await rows<{ name: string; workspace_id: string; organization_id: string }>(
+      tx,
+      sql`SELECT name, workspace_id, organization_id FROM deployments WHERE id = ${r.deploymentId}`,
+    );
+    if (!d) return;
+    await emit(tx, {
+      organizationId: d.organization_id,
+      workspaceId: d.workspace_id,
+      type: "revision.status_changed",
+      data: {
+        revision_id: r.id,
+        deployment_id: r.deploymentId,
+        deployment_name: d.name,
+        status: "QUEUED",
+        status_message: null,
+      },
+    });
+  });
 }
 
 /** Which rows a status write moves: one revision, or the other revisions of a deployment. */
@@ -137,7 +157,8 @@ export interface StatusWrite {
 /**
  * The one writer of revision statuses: checks the transitions table, appends `status_history`,
  * sets `status_message` (and `interrupt_requested` for INTERRUPTED), conditional on the status
- * (and lease) read before. Returns how many rows moved.
+ * (and lease) read before, and emits `revision.status_changed` for each row moved, in the same
+ * transaction. Returns how many rows moved.
  */
 export async function writeRevisionStatus(
   exec: Executor,
@@ -163,11 +184,41 @@ export async function writeRevisionStatus(
     if (isTerminal(w.to)) sets.push(sql`lease_owner = NULL`, sql`lease_expires_at = NULL`);
     else sets.push(sql`lease_expires_at = ${fromNow(w.lease.leaseMs)}`);
   }
-  const moved = await rows<{ id: string }>(
-    exec,
-    sql`UPDATE revisions SET ${sql.join(sets, sql`, `)} WHERE ${sql.join(where, sql` AND `)} RETURNING id`,
-  );
-  return moved.length;
+  return inTransaction(exec, async (tx) => {
+    const moved = await rows<MovedRevision>(
+      tx,
+      sql`WITH moved AS (
+            UPDATE revisions SET ${sql.join(sets, sql`, `)} WHERE ${sql.join(where, sql` AND `)}
+            RETURNING id, deployment_id, status, status_message)
+          SELECT m.id, m.deployment_id, m.status, m.status_message, d.name, d.workspace_id, d.organization_id
+            FROM moved m JOIN deployments d ON d.id = m.deployment_id`,
+    );
+    for (const m of moved) {
+      await emit(tx, {
+        organizationId: m.organization_id,
+        workspaceId: m.workspace_id,
+        type: "revision.status_changed",
+        data: {
+          revision_id: m.id,
+          deployment_id: m.deployment_id,
+          deployment_name: m.name,
+          status: m.status,
+          status_message: m.status_message,
+        },
+      });
+    }
+    return moved.length;
+  });
+}
+
+interface MovedRevision {
+  id: string;
+  deployment_id: string;
+  status: RevisionStatus;
+  status_message: string | null;
+  name: string;
+  workspace_id: string;
+  organization_id: string;
 }
 
 /** What a new revision copies from an existing one. */
