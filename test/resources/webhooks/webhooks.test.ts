@@ -218,8 +218,9 @@ forEachDatabase(
         const d = await createDocker(ctx);
         deploymentId = d.id;
         await until("deployed", async () => {
-          const res = await call<{ status: string }>(ctx, "GET", `/v2/deployments/${d.id}`);
-          return res.body.status === "READY";
+          const url = `/v2/deployments/${d.id}/revisions/${d.latest_revision_id}`;
+          const res = await call<{ status: string }>(ctx, "GET", url);
+          return res.body.status === "DEPLOYED";
         });
       } finally {
         await reconciler.stop();
