@@ -53,8 +53,6 @@ export interface Config {
   webhooks: { allowPrivate: boolean };
   /** Days the audit log keeps a record (the reconciler leader prunes older ones). */
   auditRetentionDays: number;
-  /** Seconds between two looks at the branch heads of `local_git` repositories (0: never). */
-  localGitPollS: number;
   /** What one revision may take on disk: its unpacked source, and its directory while it builds. */
   limits: { sourceBytes: number; sourceMaxFiles: number; buildDiskBytes: number };
 }
@@ -278,7 +276,6 @@ export function loadConfig(env: Env = process.env): Config {
     },
     webhooks: { allowPrivate: boolVar(env, "SLIPWAY_WEBHOOKS_ALLOW_PRIVATE", false) },
     auditRetentionDays: intVar(env, "SLIPWAY_AUDIT_RETENTION_DAYS", 90, 1, 36_500),
-    localGitPollS: intVar(env, "SLIPWAY_LOCAL_GIT_POLL_S", 5, 0, 86_400),
     limits: {
       sourceBytes: intVar(env, "SLIPWAY_SOURCE_LIMIT_BYTES", 1024 ** 3, 1024, 1024 ** 4),
       sourceMaxFiles: intVar(env, "SLIPWAY_SOURCE_MAX_FILES", 100_000, 1, 100_000_000),
