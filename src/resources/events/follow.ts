@@ -24,6 +24,7 @@ export async function followEvents(
 ): Promise<void> {
   await sequenceEvents(db);
   let after = lastEventId ?? (await lastEventSeq(db.orm, workspaceId));
+
   res.writeHead(200, {
     ...headers,
     "content-type": "text/event-stream; charset=utf-8",

@@ -46,7 +46,7 @@ export interface StreamEvent {
   body: string;
 }
 
-/** A workspace's sequenced events after `after`, oldest first. */
+/** A workspace's sequenced events after `after`, oldest first (by the bigint column, not its text alias). */
 export function eventsAfter(
   exec: Reader,
   workspaceId: string,
@@ -65,7 +65,7 @@ export function eventsAfter(
     exec,
     sql`SELECT seq::text AS seq, type, body FROM events
          WHERE workspace_id = ${workspaceId} AND seq > ${after}::bigint${byType}
-         ORDER BY seq LIMIT ${limit}`,
+         ORDER BY events.seq LIMIT ${limit}`,
   );
 }
 
