@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import Fastify, { LogController } from "fastify";
 import type { AppDeps } from "./deps.ts";
+import { registerAudit } from "./http/audit.ts";
 import { registerAuth } from "./http/auth.ts";
 import { registerErrorHandling } from "./http/errors.ts";
 import { requestLogFields } from "./http/log-redaction.ts";
@@ -79,6 +80,8 @@ export async function buildApp(deps: AppDeps, opts: BuildOptions = {}): Promise<
   await registerAuth(app, deps.db);
   // After auth: the limit counts per API key.
   registerRateLimit(app, config.rateLimitPerMinute);
+  // After auth: every write by a known caller is recorded (http/audit.ts).
+  registerAudit(app, deps.db, config.basePath);
   const metrics = registerMetrics(app, deps.db);
   app.addHook("onSend", async (request, reply, payload) => {
     reply.header("x-request-id", request.id);

@@ -66,6 +66,10 @@ export interface Config {
     /** A READY deployment (not prod) that served no request for this long becomes UNUSED. */
     unusedAfterS: number;
   };
+  /** Outgoing webhooks: may they reach loopback and private addresses (tests, a private network)? */
+  webhooks: { allowPrivate: boolean };
+  /** Days the audit log keeps a record (the reconciler leader prunes older ones). */
+  auditRetentionDays: number;
   /** What one revision may take on disk: its unpacked source, and its directory while it builds. */
   limits: { sourceBytes: number; sourceMaxFiles: number; buildDiskBytes: number };
 }
@@ -303,6 +307,8 @@ export function loadConfig(env: Env = process.env): Config {
       leaseMs: intVar(env, "SLIPWAY_RECONCILER_LEASE_MS", 30_000, 100, 3_600_000),
       unusedAfterS: intVar(env, "SLIPWAY_UNUSED_AFTER_S", 604_800, 1, 315_360_000),
     },
+    webhooks: { allowPrivate: boolVar(env, "SLIPWAY_WEBHOOKS_ALLOW_PRIVATE", false) },
+    auditRetentionDays: intVar(env, "SLIPWAY_AUDIT_RETENTION_DAYS", 90, 1, 36_500),
     limits: {
       sourceBytes: intVar(env, "SLIPWAY_SOURCE_LIMIT_BYTES", 1024 ** 3, 1024, 1024 ** 4),
       sourceMaxFiles: intVar(env, "SLIPWAY_SOURCE_MAX_FILES", 100_000, 1, 100_000_000),

@@ -4,8 +4,10 @@ import type { App } from "./http/types.ts";
 import { platformRoutes } from "./platform/routes.ts";
 import { agentConnectionRoutes } from "./resources/agent-connections/routes.ts";
 import { apiKeyRoutes } from "./resources/api-keys/routes.ts";
+import { auditLogRoutes } from "./resources/audit-log/routes.ts";
 import { deploymentMetricsRoutes } from "./resources/deployments/metrics.ts";
 import { deploymentRoutes } from "./resources/deployments/routes.ts";
+import { eventRoutes } from "./resources/events/routes.ts";
 import { integrationRoutes } from "./resources/integrations/routes.ts";
 import { oauthFlowRoutes } from "./resources/oauth-flows/routes.ts";
 import { oauthProviderRoutes } from "./resources/oauth-providers/routes.ts";
@@ -17,6 +19,7 @@ import { tagRoutes } from "./resources/tags/routes.ts";
 import { templateRoutes } from "./resources/templates/routes.ts";
 import { tracingProjectRoutes } from "./resources/tracing-projects/routes.ts";
 import { uploadRoutes } from "./resources/uploads/routes.ts";
+import { webhookRoutes } from "./resources/webhooks/routes.ts";
 import { workspaceRoutes } from "./resources/workspaces/routes.ts";
 
 /** Every route of the API, mounted under the configured base path. */
@@ -39,4 +42,7 @@ export async function routes(app: App, opts: { metrics: Registry }): Promise<voi
   await app.register(templateRoutes);
   await app.register(revisionLogRoutes);
   await app.register(consoleRoutes);
+  await app.register(webhookRoutes);
+  await app.register(eventRoutes);
+  await app.register(auditLogRoutes);
 }

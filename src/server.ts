@@ -6,6 +6,7 @@ import { openDatabase } from "./db/client.ts";
 import { migrate } from "./db/migrate.ts";
 import type { App } from "./http/types.ts";
 import { startReconciler } from "./reconciler/start.ts";
+import { WebhookDispatcher } from "./resources/webhooks/dispatcher.ts";
 import { ProcessBoard } from "./runtimes/board.ts";
 
 export interface RunningServer {
@@ -41,6 +42,14 @@ export async function startServer(
   const port = typeof address === "object" && address ? address.port : config.port;
   const host = config.host.includes(":") ? `[${config.host}]` : config.host;
   const url = `http://${host}:${port}${config.basePath}`;
+  // Every process sends webhooks: deliveries are claimed with SKIP LOCKED, so they share the queue.
+  const dispatcher = new WebhookDispatcher({
+    db,
+    keyring,
+    allowPrivate: config.webhooks.allowPrivate,
+    log: app.log,
+  });
+  await dispatcher.start();
   const reconciler = config.reconciler.enabled
     ? await startReconciler({ config, db, keyring, processes }, app.log)
     : undefined;
@@ -60,6 +69,7 @@ export async function startServer(
       // Stop accepting, let in-flight requests finish, then close the pool.
       stopping ??= (async () => {
         await app.close();
+        await dispatcher.stop();
         await reconciler?.stop();
         await db.close();
       })();

@@ -20,3 +20,7 @@ export const MIGRATION_LOCK = 0x51177a7;
 export const BOOTSTRAP_LOCK = 0x51177a8;
 /** Transaction lock of the reconciler leader's periodic work (health checks). */
 export const LEADER_LOCK = 0x51177b5;
+/** A workspace id, when an event of it was committed: stream followers and the webhook dispatcher wake. */
+export const EVENTS_CHANNEL = "slipway_events";
+/** Transaction lock of the event sequencer: events get their stream ids one batch at a time. */
+export const EVENTS_SEQUENCE_LOCK = 0x51177c1;

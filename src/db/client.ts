@@ -266,3 +266,11 @@ export async function openDatabase(
   if (target.kind === "postgres") return openPostgres(target.url, opts.poolSize ?? 10);
   return openPglite(target);
 }
+
+/**
+ * Runs `fn` atomically: in a new transaction on the database, or in a savepoint of the caller's,
+ * so that writes that must land together (a change and its event) do whichever way they are called.
+ */
+export function inTransaction<T>(exec: Executor, fn: (tx: Executor) => Promise<T>): Promise<T> {
+  return (exec as Orm).transaction((tx) => fn(tx));
+}

@@ -21,8 +21,8 @@ export interface Job {
  * handles and this process's bookkeeping. The loop (reconciler.ts) owns and fills it.
  */
 export interface Worker {
-  /** Where secret references are read (spec.ts). */
-  readonly config: Pick<Config, "containers" | "reconciler">;
+  /** Where secret references are read (spec.ts); UNUSED and audit retention (leader.ts). */
+  readonly config: Pick<Config, "containers" | "reconciler" | "auditRetentionDays">;
   readonly db: Database;
   readonly keyring: Keyring;
   readonly runtimes: Runtimes;

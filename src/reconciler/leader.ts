@@ -1,4 +1,6 @@
+import { pruneAuditLog } from "../resources/audit-log/store.ts";
 import { moveDeployment } from "../resources/deployments/store.ts";
+import { pruneEvents } from "../resources/events/store.ts";
 import type { Worker } from "./context.ts";
 import { checkStorage } from "./storage.ts";
 import { asLeader, checkedDeployments } from "./store.ts";
@@ -23,4 +25,22 @@ export async function checkHealth(w: Worker): Promise<void> {
     notes.push(...(await checkStorage(w, tx)));
   });
   for (const n of notes) await noteInLog(w, n.revisionId, n.line);
+}
+
+/** Events (and their webhook deliveries) are kept this many days: long after the 24 hours of retries. */
+export const EVENT_RETENTION_DAYS = 30;
+const PRUNE_EVERY_MS = 60 * 60 * 1000;
+let lastPrune = 0;
+
+/**
+ * Leader only, at most hourly per process: audit records older than SLIPWAY_AUDIT_RETENTION_DAYS
+ * and events older than EVENT_RETENTION_DAYS go.
+ */
+export async function pruneHistory(w: Worker, force = false): Promise<void> {
+  if (!force && Date.now() - lastPrune < PRUNE_EVERY_MS) return;
+  lastPrune = Date.now();
+  await asLeader(w.db, async (tx) => {
+    await pruneAuditLog(tx, w.config.auditRetentionDays);
+    await pruneEvents(tx, EVENT_RETENTION_DAYS);
+  });
 }

@@ -10,7 +10,7 @@ import { AppDatabases } from "./app-database.ts";
 import type { Job, ReconcilerLogger, Worker } from "./context.ts";
 import { drive } from "./driver.ts";
 import { LostClaim } from "./errors.ts";
-import { checkHealth } from "./leader.ts";
+import { checkHealth, pruneHistory } from "./leader.ts";
 import { DEFAULT_LOG_CAP, LogSinks } from "./log-sink.ts";
 import { followOthers, restoreActive } from "./restore.ts";
 import { Runtimes } from "./runtimes.ts";
@@ -28,7 +28,7 @@ import { recordTraffic } from "./usage.ts";
 
 export interface ReconcilerOptions {
   /** Poll and lease times, the apps' database server, and what the parts read (context.ts). */
-  config: Pick<Config, "reconciler" | "apps" | "containers">;
+  config: Pick<Config, "reconciler" | "apps" | "containers" | "auditRetentionDays">;
   db: Database;
   keyring: Keyring;
   /** The data planes, by the name a revision gives (runtimes.ts `runtimeNameOf`): `local` today. */
@@ -188,6 +188,7 @@ export class Reconciler {
       await followOthers(this.w);
       await recordTraffic(this.w);
       await checkHealth(this.w);
+      await pruneHistory(this.w);
     }
   }
 

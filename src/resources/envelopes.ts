@@ -5,6 +5,7 @@ import { flowEnvelopes } from "./oauth-flows/store.ts";
 import { providerEnvelopes } from "./oauth-providers/store.ts";
 import { tokenEnvelopes } from "./oauth-tokens/store.ts";
 import { revisionEnvelopes } from "./revisions/store.ts";
+import { webhookEnvelopes } from "./webhooks/store.ts";
 
 /**
  * Every column that stores envelopes, each declared by its table's store: what `slipway keys
@@ -16,4 +17,5 @@ export const envelopeColumns = (exec: Executor): EnvelopeColumn[] => [
   ...providerEnvelopes(exec),
   ...tokenEnvelopes(exec),
   ...flowEnvelopes(exec),
+  ...webhookEnvelopes(exec),
 ];

@@ -37,6 +37,11 @@ const OWNERS: Record<string, readonly string[]> = {
   oauth_providers: ["resources/oauth-providers/store.ts"],
   oauth_flows: ["resources/oauth-flows/store.ts"],
   oauth_tokens: ["resources/oauth-tokens/store.ts"],
+  events: ["resources/events/store.ts"],
+  webhooks: ["resources/webhooks/store.ts"],
+  webhook_deliveries: ["resources/webhooks/store.ts"],
+  webhook_attempts: ["resources/webhooks/store.ts"],
+  audit_log: ["resources/audit-log/store.ts"],
   // The migration runner's ledger: not an application table (the Drizzle schema does not declare it).
   schema_migrations: ["db/migrate.ts"],
 };

@@ -2,6 +2,7 @@
 
 export * from "./codehost.ts";
 export * from "./deployments.ts";
+export * from "./events.ts";
 export * from "./identity.ts";
 export * from "./oauth.ts";
 export * from "./reconciler.ts";

@@ -1,18 +1,24 @@
 // Over 300 lines: every statement on `deployments` lives here by rule (test/db/sql-ownership.test.ts).
 import { type SQL, sql } from "drizzle-orm";
 import { WORK_CHANNEL } from "../../db/channels.ts";
-import { type Executor, type Reader, rows, type Transaction } from "../../db/client.ts";
+import { type Executor, inTransaction, type Reader, rows, type Transaction } from "../../db/client.ts";
 import { type EnvelopeColumn, envelopeColumn } from "../../db/envelopes.ts";
 import { deployments } from "../../db/schema/deployments.ts";
-import { likeEscape, sqlList, uuidList } from "../../db/sql.ts";
-import { assertDeploymentTransition, type DeploymentStatus } from "../../reconciler/states.ts";
-import type { StoredSecret } from "../revisions/store.ts";
+import { isoSql, likeEscape, sqlList, uuidList } from "../../db/sql.ts";
+import {
+  assertDeploymentTransition,
+  type DeploymentStatus,
+  type RevisionStatus,
+} from "../../reconciler/states.ts";
+import { emit } from "../events/emit.ts";
+import { emitRevisionMoves, type StoredSecret } from "../revisions/store.ts";
 import type { DeploymentType, SecretReference, Source } from "./schema.ts";
 
 /**
  * The only module that writes SQL on `deployments` and `idempotency_keys` (the reconciler's
  * teardown claims aside: reconciler/store.ts). Deployment status changes go through
- * `moveDeployment`, which checks the transitions table.
+ * `moveDeployment`, which checks the transitions table. Creating, moving and removing a deployment
+ * emit their events (events/emit.ts) in the same transaction.
  */
 
 /** A deployment's stored record (JSON text, secrets masked) and its ETag. */
@@ -235,6 +241,12 @@ export async function insertDeployment(exec: Executor, d: NewDeployment): Promis
         RETURNING record, etag`,
   );
   if (!row) throw new Error("INSERT … RETURNING returned no row");
+  await emit(exec, {
+    organizationId: d.organizationId,
+    workspaceId: d.workspaceId,
+    type: "deployment.created",
+    data: { deployment_id: d.id, deployment_name: d.name, source: d.source, status: "AWAITING_DATABASE" },
+  });
   return row;
 }
 
@@ -276,9 +288,13 @@ export interface RevisionCommit {
  * the new record; the reconciler is notified in the same statement (delivered at commit).
  */
 export async function commitRevision(tx: Transaction, c: RevisionCommit): Promise<StoredRecord> {
-  const parts: SQL[] = [sql`new_revision AS (${c.insertRevision} RETURNING id)`];
+  const parts: SQL[] = [sql`new_revision AS (${c.insertRevision} RETURNING id, status, status_message)`];
   if (c.insertSecrets) parts.push(sql`new_secrets AS (${c.insertSecrets})`);
-  if (c.skipOlder) parts.push(sql`skipped AS (${c.skipOlder})`);
+  parts.push(
+    c.skipOlder
+      ? sql`skipped AS (${c.skipOlder})`
+      : sql`skipped AS (SELECT NULL::uuid AS id, NULL::text AS status, NULL::text AS status_message WHERE false)`,
+  );
   parts.push(sql`moved AS (
     UPDATE deployments
        SET source_config = ${JSON.stringify(c.sourceConfig)}::jsonb, image_version = ${c.imageVersion}::text,
@@ -286,13 +302,36 @@ export async function commitRevision(tx: Transaction, c: RevisionCommit): Promis
            latest_revision_content = ${JSON.stringify(c.content)}::jsonb, updated_at = ${c.at}::timestamptz,
            pending_revision = NULL, pending_secrets_enc = NULL
      WHERE id = ${c.deploymentId}::uuid
-     RETURNING record, etag)`);
-  const [row] = await tx.query<StoredRecord>(
+     RETURNING record, etag, name, workspace_id, organization_id)`);
+  const [row] = await tx.query<
+    StoredRecord & { name: string; workspace_id: string; organization_id: string; revisions: RevisionMove[] }
+  >(
     sql`WITH ${sql.join(parts, sql`, `)}
-        SELECT record, etag FROM moved, pg_notify(${WORK_CHANNEL}::text, ${c.revisionId}::text)`,
+        SELECT record, etag, name, workspace_id, organization_id,
+               (SELECT json_agg(json_build_object('id', r.id, 'status', r.status, 'status_message', r.status_message))
+                  FROM (SELECT id, status, status_message FROM skipped UNION ALL
+                        SELECT id, status, status_message FROM new_revision) r) AS revisions
+          FROM moved, pg_notify(${WORK_CHANNEL}::text, ${c.revisionId}::text)`,
   );
   if (!row) throw new Error("deployment vanished under its row lock");
-  return row;
+  // Their events, in this transaction: the older ones SKIPPED, then the new one QUEUED.
+  await emitRevisionMoves(
+    tx.orm,
+    row.revisions.map((r) => ({
+      ...r,
+      deployment_id: c.deploymentId,
+      name: row.name,
+      workspace_id: row.workspace_id,
+      organization_id: row.organization_id,
+    })),
+  );
+  return { record: row.record, etag: row.etag };
+}
+
+interface RevisionMove {
+  id: string;
+  status: RevisionStatus;
+  status_message: string | null;
 }
 
 /** The commit a git source resolved to, when that revision is the deployment's latest (its record shows it). */
@@ -314,24 +353,52 @@ export async function moveDeployment(
   at?: string,
 ): Promise<boolean> {
   assertDeploymentTransition(from, to);
-  const done = await rows<{ id: string }>(
-    exec,
-    sql`UPDATE deployments SET status = ${to}, updated_at = ${at === undefined ? sql`now()` : sql`${at}`}
-         WHERE id = ${id} AND status = ${from} RETURNING id`,
-  );
-  return done.length === 1;
+  return inTransaction(exec, async (tx) => {
+    const [moved] = await rows<EventSubject>(
+      tx,
+      sql`UPDATE deployments SET status = ${to}, updated_at = ${at === undefined ? sql`now()` : sql`${at}`}
+           WHERE id = ${id} AND status = ${from} RETURNING ${SUBJECT}`,
+    );
+    if (!moved) return false;
+    if (from !== to) {
+      await emit(tx, {
+        organizationId: moved.organization_id,
+        workspaceId: moved.workspace_id,
+        type: "deployment.status_changed",
+        data: { deployment_id: id, deployment_name: moved.name, status: to, previous_status: from },
+      });
+    }
+    return true;
+  });
 }
+
+/** What an event needs of the deployment it is about. */
+interface EventSubject {
+  name: string;
+  workspace_id: string;
+  organization_id: string;
+}
+const SUBJECT = sql.raw("name, workspace_id, organization_id");
 
 /**
  * Removes a deployment that is AWAITING_DELETE, with its revisions, secrets and taggings (the
  * foreign keys cascade); its tracing project stays, detached. Returns whether a row was removed.
  */
 export async function removeDeployment(exec: Executor, id: string): Promise<boolean> {
-  const removed = await rows<{ id: string }>(
-    exec,
-    sql`DELETE FROM deployments WHERE id = ${id} AND status = 'AWAITING_DELETE' RETURNING id`,
-  );
-  return removed.length > 0;
+  return inTransaction(exec, async (tx) => {
+    const [removed] = await rows<EventSubject>(
+      tx,
+      sql`DELETE FROM deployments WHERE id = ${id} AND status = 'AWAITING_DELETE' RETURNING ${SUBJECT}`,
+    );
+    if (!removed) return false;
+    await emit(tx, {
+      organizationId: removed.organization_id,
+      workspaceId: removed.workspace_id,
+      type: "deployment.deleted",
+      data: { deployment_id: id, deployment_name: removed.name },
+    });
+    return true;
+  });
 }
 
 // ── what the reconciler records ────────────────────────────────────────────────────────────

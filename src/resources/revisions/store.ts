@@ -1,5 +1,5 @@
 import { type SQL, sql } from "drizzle-orm";
-import { type Executor, type Reader, rows } from "../../db/client.ts";
+import { type Executor, inTransaction, type Reader, rows } from "../../db/client.ts";
 import { type EnvelopeColumn, envelopeColumn } from "../../db/envelopes.ts";
 import { revisionSecrets, type StatusChange } from "../../db/schema/deployments.ts";
 import { fromNow, sqlList } from "../../db/sql.ts";
@@ -11,6 +11,7 @@ import {
   TERMINAL_REVISION_STATUSES,
 } from "../../reconciler/states.ts";
 import type { SecretReference, Source } from "../deployments/schema.ts";
+import { emit } from "../events/emit.ts";
 
 /**
  * The only module that writes SQL on `revisions` and `revision_secrets` (leases and claims aside:
@@ -153,7 +154,8 @@ export interface StatusWrite {
 /**
  * The one writer of revision statuses: checks the transitions table, appends `status_history`,
  * sets `status_message` (and `interrupt_requested` for INTERRUPTED), conditional on the status
- * (and lease) read before. Returns how many rows moved.
+ * (and lease) read before, and emits `revision.status_changed` for each row moved, in the same
+ * transaction. Returns how many rows moved.
  */
 export async function writeRevisionStatus(
   exec: Executor,
@@ -162,8 +164,34 @@ export async function writeRevisionStatus(
 ): Promise<number> {
   const statement = revisionStatusStatement(target, w);
   if (statement === null) return 0;
-  const moved = await rows<{ id: string }>(exec, statement);
-  return moved.length;
+  return inTransaction(exec, async (tx) => {
+    const moved = await rows<MovedRevision>(
+      tx,
+      sql`WITH moved AS (${statement})
+          SELECT m.id, m.deployment_id, m.status, m.status_message, d.name, d.workspace_id, d.organization_id
+            FROM moved m JOIN deployments d ON d.id = m.deployment_id`,
+    );
+    await emitRevisionMoves(tx, moved);
+    return moved.length;
+  });
+}
+
+/** `revision.status_changed` for each row moved, in the transaction of the move. */
+export async function emitRevisionMoves(exec: Executor, moved: readonly MovedRevision[]): Promise<void> {
+  for (const m of moved) {
+    await emit(exec, {
+      organizationId: m.organization_id,
+      workspaceId: m.workspace_id,
+      type: "revision.status_changed",
+      data: {
+        revision_id: m.id,
+        deployment_id: m.deployment_id,
+        deployment_name: m.name,
+        status: m.status,
+        status_message: m.status_message,
+      },
+    });
+  }
 }
 
 /** The statement `writeRevisionStatus` runs (returning the ids moved); null when no status may move. */
@@ -187,7 +215,19 @@ export function revisionStatusStatement(target: StatusTarget, w: StatusWrite): S
     if (isTerminal(w.to)) sets.push(sql`lease_owner = NULL`, sql`lease_expires_at = NULL`);
     else sets.push(sql`lease_expires_at = ${fromNow(w.lease.leaseMs)}`);
   }
-  return sql`UPDATE revisions SET ${sql.join(sets, sql`, `)} WHERE ${sql.join(where, sql` AND `)} RETURNING id`;
+  return sql`UPDATE revisions SET ${sql.join(sets, sql`, `)} WHERE ${sql.join(where, sql` AND `)}
+             RETURNING id, deployment_id, status, status_message`;
+}
+
+/** Revision rows a status write moved, with what their events name. */
+export interface MovedRevision {
+  id: string;
+  deployment_id: string;
+  status: RevisionStatus;
+  status_message: string | null;
+  name: string;
+  workspace_id: string;
+  organization_id: string;
 }
 
 /** What a new revision copies from an existing one. */

@@ -1,0 +1,100 @@
+import { randomUUID } from "node:crypto";
+import type { FastifyInstance, FastifyRequest } from "fastify";
+import type { Database } from "../db/client.ts";
+import { type AuditScope, runWithAuditScope } from "../resources/audit-log/scope.ts";
+import { completeAuditRecord, insertAuditRecord } from "../resources/audit-log/store.ts";
+
+/**
+ * The audit log of API writes. Two paths, one record:
+ * - before the handler, a write request gets an audit scope (AsyncLocalStorage); a store that
+ *   changes something calls `recordAuditInTransaction` in its transaction (the event emitter does
+ *   for deployments and revisions, services for webhooks), so the change and its record commit or
+ *   roll back together;
+ * - when the response is ready (onSend, before the client sees it), the record gets the status
+ *   code, or is written now when no transaction wrote it: failed writes (403, 404, 409, 422) and
+ *   writes whose stores do not record in their transaction yet.
+ * A crash between a commit and the response leaves a record with a null status code, never a change
+ * without a record, for the stores on the transactional path.
+ */
+
+const READS = new Set(["GET", "HEAD", "OPTIONS"]);
+const scopes = new WeakMap<FastifyRequest, AuditScope>();
+
+const VERBS: Record<string, string> = { DELETE: "delete", PATCH: "update", PUT: "update" };
+
+/**
+ * What a write route acts on: its first path segment (after the version), and an action made of
+ * that, the other named segments, and a verb where the method says it: `POST /v2/webhooks` →
+ * `webhooks.create`, `PATCH /v2/webhooks/:id` → `webhooks.update`, `POST
+ * /v2/webhooks/:id/deliveries/:delivery_id/redeliver` → `webhooks.deliveries.redeliver`.
+ */
+export function describeRoute(method: string, route: string): { resourceType: string; action: string } {
+  const segments = route.split("/").filter((s) => s !== "" && !/^v\d+$/.test(s));
+  const resourceType = segments[0] ?? "root";
+  const named = segments.slice(1).filter((s) => !s.startsWith(":"));
+  const endsWithParam = segments.at(-1)?.startsWith(":") ?? false;
+  let verb = VERBS[method];
+  // A POST to a collection creates; a POST to a named action (`/redeploy`) is that action.
+  if (verb === undefined) verb = endsWithParam ? "update" : named.length === 0 ? "create" : undefined;
+  return { resourceType, action: [resourceType, ...named, ...(verb ? [verb] : [])].join(".") };
+}
+
+function scopeOf(request: FastifyRequest, basePath: string): AuditScope | undefined {
+  const p = request.principal;
+  const pattern = request.routeOptions.url;
+  if (!p || pattern === undefined || READS.has(request.method)) return undefined;
+  let scope = scopes.get(request);
+  if (scope) return scope;
+  const route = basePath !== "" && pattern.startsWith(basePath) ? pattern.slice(basePath.length) : pattern;
+  const { resourceType, action } = describeRoute(request.method, route);
+  const params = (request.params ?? {}) as Record<string, unknown>;
+  const firstParam = /\/:([A-Za-z_]+)/.exec(route)?.[1];
+  const id = firstParam === undefined ? undefined : params[firstParam];
+  scope = {
+    id: randomUUID(),
+    organizationId: p.organizationId,
+    workspaceId: p.workspaceId,
+    keyId: p.keyId,
+    method: request.method,
+    route,
+    action,
+    resourceType,
+    resourceId: typeof id === "string" ? id : null,
+    requestId: request.id,
+    recorded: false,
+  };
+  scopes.set(request, scope);
+  return scope;
+}
+
+/** The id a create answered with (its body's top-level `id`); bodies are never stored. */
+function createdId(payload: unknown): string | null {
+  if (typeof payload !== "string" || payload.length > 1_000_000 || !payload.startsWith("{")) return null;
+  try {
+    const id = (JSON.parse(payload) as { id?: unknown }).id;
+    return typeof id === "string" ? id : null;
+  } catch {
+    return null;
+  }
+}
+
+export function registerAudit(app: FastifyInstance, db: Database, basePath: string): void {
+  app.addHook("preHandler", (request, _reply, done) => {
+    const scope = scopeOf(request, basePath);
+    if (!scope) return done();
+    runWithAuditScope(scope, done);
+  });
+  app.addHook("onSend", async (request, reply, payload) => {
+    const scope = scopeOf(request, basePath);
+    if (!scope) return payload;
+    const resourceId = scope.resourceId ?? (reply.statusCode < 300 ? createdId(payload) : null);
+    try {
+      const completed =
+        scope.recorded && (await completeAuditRecord(db.orm, scope.id, reply.statusCode, resourceId));
+      if (!completed) await insertAuditRecord(db.orm, { ...scope, resourceId }, reply.statusCode);
+    } catch (err) {
+      request.log.error({ err }, "writing the audit record failed");
+    }
+    return payload;
+  });
+}

@@ -1,0 +1,39 @@
+import { AsyncLocalStorage } from "node:async_hooks";
+import type { Executor } from "../../db/client.ts";
+import { insertAuditRecord } from "./store.ts";
+
+/** What the audit record of one API write says, known before the handler runs (http/audit.ts fills it). */
+export interface AuditScope {
+  id: string;
+  organizationId: string;
+  workspaceId: string | null;
+  keyId: string;
+  method: string;
+  route: string;
+  action: string;
+  resourceType: string;
+  resourceId: string | null;
+  requestId: string;
+  /** Set once the record was written in a transaction of the change (then the response completes it). */
+  recorded: boolean;
+}
+
+const current = new AsyncLocalStorage<AuditScope>();
+
+/** Runs the rest of a write request with its audit scope, so stores can record it in their transaction. */
+export function runWithAuditScope(scope: AuditScope, fn: () => void): void {
+  current.run(scope, fn);
+}
+
+/**
+ * Writes the current request's audit record in `tx`, the transaction of its change, so the change
+ * and its record commit (or roll back) together. Outside a write request it does nothing; a second
+ * call in the same request does nothing either. `resourceId` names what a create made.
+ */
+export async function recordAuditInTransaction(tx: Executor, resourceId?: string): Promise<void> {
+  const scope = current.getStore();
+  if (!scope || scope.recorded) return;
+  if (resourceId !== undefined && scope.resourceId === null) scope.resourceId = resourceId;
+  await insertAuditRecord(tx, scope, null);
+  scope.recorded = true;
+}

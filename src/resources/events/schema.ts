@@ -1,0 +1,31 @@
+import { type Static, Type } from "@sinclair/typebox";
+import { StringEnum } from "../../http/schemas.ts";
+
+/** Every event type there is; webhooks subscribe to a subset, the stream can narrow to one. */
+export const EVENT_TYPES = [
+  "deployment.created",
+  "deployment.deleted",
+  "deployment.status_changed",
+  "revision.status_changed",
+  "listener.status_changed",
+] as const;
+export type EventType = (typeof EVENT_TYPES)[number];
+
+export const EventTypeSchema = StringEnum(EVENT_TYPES);
+
+export const EventsQuery = Type.Object({
+  types: Type.Optional(
+    Type.Array(EventTypeSchema, {
+      minItems: 1,
+      maxItems: EVENT_TYPES.length,
+      description: "Only these event types (repeat the parameter); all when absent.",
+    }),
+  ),
+  last_event_id: Type.Optional(
+    Type.String({
+      pattern: "^\\d{1,18}$",
+      description: "Resume after this event id (what the `Last-Event-ID` header also says; the header wins).",
+    }),
+  ),
+});
+export type EventsQuery = Static<typeof EventsQuery>;
