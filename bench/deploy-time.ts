@@ -2,15 +2,14 @@ import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
+import { join } from "node:path";
+import { SLIPWAY_BIN } from "./footprint.ts";
 import { patchToDeployed } from "./patch-to-deployed.ts";
-
-const CLI = join(dirname(fileURLToPath(import.meta.url)), "..", "src", "cli", "main.ts");
 
 /**
  * Time from a revision-creating PATCH to DEPLOYED for the built-in minimal app, on a real
- * `slipway serve` (embedded database, reconciler and local runtime), measured over HTTP.
+ * `slipway serve` as `npm start` runs it (embedded database, reconciler and local runtime),
+ * measured over HTTP.
  */
 export async function deployTimes(
   runs: number,
@@ -18,7 +17,7 @@ export async function deployTimes(
 ): Promise<{ median: number; runs: number[] }> {
   const dataDir = mkdtempSync(join(tmpdir(), "slipway-bench-deploy-"));
   const apiKey = `sw_bench_${randomBytes(16).toString("hex")}`;
-  const proc = spawn(process.execPath, ["--import", "tsx", CLI, "serve"], {
+  const proc = spawn(process.execPath, [SLIPWAY_BIN, "serve"], {
     env: {
       ...process.env,
       DATABASE_URL: "memory://",
