@@ -19,11 +19,16 @@ function mtime(path) {
   }
 }
 
-/** Whether any file under `dir` was modified after `since`. */
+/** What the build compiles or copies: a change to anything else (a README) needs no rebuild. */
+const BUILT = /\.(ts|sql)$/;
+
+/** Whether any source file under `dir` was modified after `since`. */
 function changedSince(dir, since) {
   for (const entry of readdirSync(dir, { withFileTypes: true })) {
     const path = join(dir, entry.name);
-    if (entry.isDirectory() ? changedSince(path, since) : (mtime(path) ?? 0) > since) return true;
+    if (entry.isDirectory()) {
+      if (changedSince(path, since)) return true;
+    } else if (BUILT.test(entry.name) && (mtime(path) ?? 0) > since) return true;
   }
   return false;
 }
