@@ -43,7 +43,7 @@ describe("the slipway command: compiled or source", () => {
     write("package.json", JSON.stringify({ type: "module" }), past);
     write(
       "src/cli/main.ts",
-      'const args: string[] = process.argv.slice(2);\nconsole.log(`source ${args.join(" ")}`);\n',
+      'const args: string[] = process.argv.slice(2);\nconsole.log("source", ...args);\n',
       past,
     );
   });
@@ -56,7 +56,7 @@ describe("the slipway command: compiled or source", () => {
   });
 
   it("runs dist/ when it is newer than every source file, whatever else changed", () => {
-    write("dist/cli/main.js", 'console.log(`compiled ${process.argv.slice(2).join(" ")}`);\n', now);
+    write("dist/cli/main.js", 'console.log("compiled", ...process.argv.slice(2));\n', now);
     write("src/README.md", "changed after the build", new Date(Date.now() + 1000));
     const { out, err } = run();
     assert.equal(out, "compiled serve");

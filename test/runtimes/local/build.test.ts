@@ -110,7 +110,11 @@ describe("local runtime: build", () => {
       { scripts: { postinstall: "node setup.js" } },
       { scripts: { prepare: "node setup.js" } },
     ]) {
-      assert.deepEqual(await steps(needs), [{ label: "install", command: "npm install" }], JSON.stringify(needs));
+      assert.deepEqual(
+        await steps(needs),
+        [{ label: "install", command: "npm install" }],
+        JSON.stringify(needs),
+      );
     }
     // Unreadable package.json: npm decides (and says what is wrong with it).
     assert.deepEqual(await steps("not json"), [{ label: "install", command: "npm install" }]);
@@ -119,7 +123,9 @@ describe("local runtime: build", () => {
       { label: "build", command: "npm run build" },
     ]);
     const dir = writeApp(tempDir(), { extra: { "package.json": JSON.stringify(start) } });
-    assert.deepEqual(await buildSteps(dir, "make deps", undefined), [{ label: "install", command: "make deps" }]);
+    assert.deepEqual(await buildSteps(dir, "make deps", undefined), [
+      { label: "install", command: "make deps" },
+    ]);
   });
 
   it("logs that it skipped the install", async () => {
