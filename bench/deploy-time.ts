@@ -3,7 +3,8 @@ import { createHello, median, startServe } from "./serve.ts";
 
 /**
  * Time from a revision-creating PATCH to DEPLOYED for the built-in minimal app, on a real
- * `slipway serve` (embedded database, reconciler and local runtime), measured over HTTP.
+ * `slipway serve` as `npm start` runs it (embedded database, reconciler and local runtime),
+ * measured over HTTP.
  */
 export async function deployTimes(
   runs: number,

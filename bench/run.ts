@@ -1,8 +1,12 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import pg from "pg";
 import { hostSystem, probeBwrap } from "../src/runtimes/local/sandbox.ts";
 import { type Child, startChild } from "./children.ts";
 import { coldStarts } from "./cold-start.ts";
 import { deployTimes } from "./deploy-time.ts";
+import { footprint, footprintTable } from "./footprint.ts";
 import { type LoadResult, load } from "./load.ts";
 
 /**
@@ -23,6 +27,8 @@ const pgAdminUrl = process.env.BENCH_DATABASE_URL ?? "postgres://postgres@127.0.
 
 interface SlipwayInfo {
   url: string;
+  /** The same app with request logging on, as `npm start` runs it. */
+  loggedUrl: string;
   key: string;
   getId: string;
   patchIds: string[];
@@ -80,21 +86,23 @@ async function benchDatabase(label: string, databaseUrl: string): Promise<Row[]>
   };
   const bare: Child<{ url: string }> = await startChild("bare-server.ts", {}, JSON.stringify(bodies));
   const headers = { "x-api-key": info.key, "content-type": "application/json" };
-  const ops: [string, string[], "GET" | "PATCH"][] = [
-    ["list", listPaths, "GET"],
-    ["get", getPaths, "GET"],
-    ["patch (new revision)", patchPaths, "PATCH"],
+  const ops: [string, string[], "GET" | "PATCH", string][] = [
+    ["list", listPaths, "GET", info.url],
+    ["get", getPaths, "GET", info.url],
+    ["patch (new revision)", patchPaths, "PATCH", info.url],
+    ["list, logging on", listPaths, "GET", info.loggedUrl],
+    ["get, logging on", getPaths, "GET", info.loggedUrl],
   ];
   const rows: Row[] = [];
   try {
-    for (const [op, paths, method] of ops) {
+    for (const [op, paths, method, slipwayUrl] of ops) {
       const body = method === "PATCH" ? PATCH_BODY : undefined;
       const run = (url: string, s: number) =>
         load({ url, method, headers, paths, body, seconds: s, connections });
       await run(bare.info.url, 1);
       const bareResult = await run(bare.info.url, seconds);
-      await run(info.url, 1);
-      const slipResult = await run(info.url, seconds);
+      await run(slipwayUrl, 1);
+      const slipResult = await run(slipwayUrl, seconds);
       if (slipResult.non2xx || slipResult.errors) {
         throw new Error(`${op}: ${slipResult.non2xx} non-2xx and ${slipResult.errors} errors from Slipway`);
       }
@@ -131,6 +139,20 @@ if (pgUrl) results.push(...(await benchDatabase("PostgreSQL", pgUrl)));
 
 console.log(`\n${connections} connections, ${seconds} s per run, 10k deployments\n`);
 console.log(table(results));
+
+if (process.env.BENCH_SKIP_FOOTPRINT !== "1") {
+  // Idle memory and start-up of `slipway serve` as `npm start` runs it: first start on an empty
+  // database, then a restart on the same one.
+  const dataDir = mkdtempSync(join(tmpdir(), "slipway-bench-footprint-"));
+  const rows = [await footprint("PGlite", { SLIPWAY_DATA_DIR: dataDir })];
+  const footprintPg = await postgresDatabase();
+  if (footprintPg)
+    rows.push(await footprint("PostgreSQL", { SLIPWAY_DATA_DIR: dataDir, DATABASE_URL: footprintPg }));
+  rmSync(dataDir, { recursive: true, force: true });
+  console.log(
+    `\nStart-up and idle memory of slipway serve (as npm start runs it)\n\n${footprintTable(rows)}`,
+  );
+}
 
 if (process.env.BENCH_SKIP_DEPLOY !== "1") {
   const deploys = Number(process.env.BENCH_DEPLOYS ?? 5);

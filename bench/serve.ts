@@ -2,10 +2,8 @@ import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
-
-const CLI = join(dirname(fileURLToPath(import.meta.url)), "..", "src", "cli", "main.ts");
+import { join } from "node:path";
+import { SLIPWAY_BIN } from "./footprint.ts";
 
 export interface Serve {
   baseUrl: string;
@@ -16,11 +14,14 @@ export interface Serve {
   stop(): Promise<void>;
 }
 
-/** A real `slipway serve` (embedded in-memory database, reconciler and local runtime) for a bench. */
+/**
+ * A real `slipway serve` as `npm start` runs it (bin/slipway.mjs: compiled when dist/ is current),
+ * with an embedded in-memory database, reconciler and local runtime, for a bench.
+ */
 export async function startServe(env: Record<string, string> = {}): Promise<Serve> {
   const dataDir = mkdtempSync(join(tmpdir(), "slipway-bench-serve-"));
   const apiKey = `sw_bench_${randomBytes(16).toString("hex")}`;
-  const proc = spawn(process.execPath, ["--import", "tsx", CLI, "serve"], {
+  const proc = spawn(process.execPath, [SLIPWAY_BIN, "serve"], {
     env: {
       ...process.env,
       DATABASE_URL: "memory://",

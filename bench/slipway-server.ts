@@ -17,9 +17,10 @@ import { migrate } from "../src/db/migrate.ts";
  */
 const total = Number(process.env.BENCH_DEPLOYMENTS ?? 10_000);
 const key = `sw_bench_${randomBytes(16).toString("hex")}`;
+const dataDir = mkdtempSync(join(tmpdir(), "slipway-bench-"));
 const config = loadConfig({
   DATABASE_URL: process.env.DATABASE_URL ?? "memory://",
-  SLIPWAY_DATA_DIR: mkdtempSync(join(tmpdir(), "slipway-bench-")),
+  SLIPWAY_DATA_DIR: dataDir,
   SLIPWAY_RECONCILER: "false",
   SLIPWAY_RATE_LIMIT_PER_MINUTE: "0",
   LOG_LEVEL: "silent",
@@ -28,7 +29,8 @@ const config = loadConfig({
 const db = await openDatabase(config.database, { poolSize: 10 });
 await migrate(db);
 await bootstrap(db, key);
-const app = await buildApp({ config, db, keyring: new Keyring(randomBytes(32)) }, { logger: false });
+const keyring = new Keyring(randomBytes(32));
+const app = await buildApp({ config, db, keyring }, { logger: false });
 
 async function create(name: string): Promise<string> {
   const res = await app.inject({
@@ -85,15 +87,25 @@ await rows(
 await db.exec("ANALYZE");
 const [count] = await rows<{ n: number }>(db.orm, sql`SELECT count(*)::int AS n FROM deployments`);
 
-await app.listen({ port: 0, host: "127.0.0.1" });
-const address = app.server.address();
-if (typeof address !== "object" || address === null) throw new Error("no address");
-console.log(
-  JSON.stringify({ url: `http://127.0.0.1:${address.port}`, key, getId, patchIds, deployments: count?.n }),
+// The same app with logging as `npm start` has it (info: a line per request and per response),
+// written to a file as a service manager would keep it; on its own port, over the same database.
+const logged = await buildApp(
+  { config, db, keyring },
+  { logger: { level: "info", file: join(dataDir, "server.log") } },
 );
+
+async function listen(a: typeof app): Promise<string> {
+  await a.listen({ port: 0, host: "127.0.0.1" });
+  const address = a.server.address();
+  if (typeof address !== "object" || address === null) throw new Error("no address");
+  return `http://127.0.0.1:${address.port}`;
+}
+
+const url = await listen(app);
+const loggedUrl = await listen(logged);
+console.log(JSON.stringify({ url, loggedUrl, key, getId, patchIds, deployments: count?.n }));
 process.on("SIGTERM", () => {
-  void app
-    .close()
+  void Promise.all([app.close(), logged.close()])
     .then(() => db.close())
     .then(() => process.exit(0));
 });

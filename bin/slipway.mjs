@@ -1,15 +1,50 @@
 #!/usr/bin/env node
-// Runs the TypeScript CLI through tsx so that `npx slipway …` works from a checkout.
-import { spawnSync } from "node:child_process";
+// The `slipway` command (`npm start` runs `slipway serve`). It runs the compiled JavaScript in
+// dist/ that `npm ci` builds (the `prepare` script): less memory and a faster start than compiling
+// TypeScript on the fly. Without dist/, or when src/ changed after the build, it runs the source
+// through tsx instead, in this same process, and says so.
+import { readdirSync, statSync } from "node:fs";
 import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
-const result = spawnSync(
-  process.execPath,
-  ["--import", "tsx", join(root, "src/cli/main.ts"), ...process.argv.slice(2)],
-  {
-    stdio: "inherit",
-  },
-);
-process.exit(result.status ?? 1);
+const compiled = join(root, "dist", "cli", "main.js");
+
+/** Modification time of a file, or undefined when it is absent. */
+function mtime(path) {
+  try {
+    return statSync(path).mtimeMs;
+  } catch {
+    return undefined;
+  }
+}
+
+/** What the build compiles or copies: a change to anything else (a README) needs no rebuild. */
+const BUILT = /\.(ts|sql)$/;
+
+/** Whether any source file under `dir` was modified after `since`. */
+function changedSince(dir, since) {
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) {
+      if (changedSince(path, since)) return true;
+    } else if (BUILT.test(entry.name) && (mtime(path) ?? 0) > since) return true;
+  }
+  return false;
+}
+
+const builtAt = mtime(compiled);
+const src = join(root, "src");
+const fresh = builtAt !== undefined && (mtime(src) === undefined || !changedSince(src, builtAt));
+if (fresh) {
+  await import(pathToFileURL(compiled).href);
+} else {
+  process.stderr.write(
+    builtAt === undefined
+      ? "slipway: no build in dist/; running the TypeScript source (npm run build compiles it)\n"
+      : "slipway: src/ changed after the build in dist/; running the source (npm run build updates it)\n",
+  );
+  const { register } = await import("tsx/esm/api");
+  register();
+  await import(pathToFileURL(join(src, "cli", "main.ts")).href);
+}

@@ -5,6 +5,7 @@ import type { AppDeps } from "./deps.ts";
 import { registerAudit } from "./http/audit.ts";
 import { registerAuth } from "./http/auth.ts";
 import { registerErrorHandling } from "./http/errors.ts";
+import { lazySerializerFactory } from "./http/lazy-schemas.ts";
 import { requestLogFields } from "./http/log-redaction.ts";
 import { registerMetrics } from "./http/metrics.ts";
 import { registerDocsUi, registerOpenApi } from "./http/openapi.ts";
@@ -55,6 +56,8 @@ export async function buildApp(deps: AppDeps, opts: BuildOptions = {}): Promise<
       return typeof given === "string" && REQUEST_ID.test(given) ? given : randomUUID();
     },
     ajv: { customOptions: { allErrors: true } },
+    // Response serializers are built on each route's first response, not all at start.
+    schemaController: { compilersFactory: { buildSerializer: lazySerializerFactory } },
     routerOptions: { ignoreTrailingSlash: true },
     forceCloseConnections: "idle",
     ...serverTimeoutOptions(config.timeouts),

@@ -27,7 +27,8 @@ describe("the server process (npm start)", () => {
   it("starts on the embedded database, prints the bootstrap key once, and stops on SIGTERM", async () => {
     const server = runSlipway(["serve"], env);
     try {
-      const [, url] = await server.waitFor(SERVING);
+      // A first start initialises the embedded database (in a child process): the slowest start.
+      const [, url] = await server.waitFor(SERVING, 120_000);
       const [, printed] = await server.waitFor(/^\s+(sw_[A-Za-z0-9_-]{43})$/m);
       key = printed as string;
       assert.match(server.output(), /API docs: +http:\/\/127\.0\.0\.1:\d+\/docs/);

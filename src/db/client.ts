@@ -1,13 +1,11 @@
 import { createHash } from "node:crypto";
-import { mkdirSync } from "node:fs";
-import { PGlite } from "@electric-sql/pglite";
-import { pg_trgm } from "@electric-sql/pglite/contrib/pg_trgm";
 import type { SQL } from "drizzle-orm";
 import { drizzle as drizzlePg } from "drizzle-orm/node-postgres";
 import { type PgDatabase, PgDialect, type PgQueryResultHKT, type PgTransaction } from "drizzle-orm/pg-core";
 import { drizzle as drizzlePglite } from "drizzle-orm/pglite";
 import pg from "pg";
 import type { DatabaseTarget } from "../config.ts";
+import { openPgliteClient } from "./pglite.ts";
 import * as schema from "./schema/index.ts";
 
 export type Schema = typeof schema;
@@ -88,11 +86,7 @@ function checkChannel(channel: string): string {
 async function openPglite(
   target: Extract<DatabaseTarget, { kind: "pglite" | "pglite-memory" }>,
 ): Promise<Database> {
-  if (target.kind === "pglite") mkdirSync(target.dataDir, { recursive: true });
-  // PGlite.create (not the constructor) so that the extension bundle is loaded before first use.
-  const client = await PGlite.create(target.kind === "pglite" ? target.dataDir : undefined, {
-    extensions: { pg_trgm },
-  });
+  const client = await openPgliteClient(target.kind === "pglite" ? target.dataDir : undefined);
   const orm = drizzlePglite({ client, schema }) as unknown as Orm;
   let closed = false;
   return {

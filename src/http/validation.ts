@@ -2,6 +2,7 @@ import Ajv from "ajv";
 import addFormats from "ajv-formats";
 import type { FastifyInstance, FastifySchema, FastifySchemaValidationError } from "fastify";
 import { registerInputGuards } from "./input-guards.ts";
+import { lazyValidator, type Validate } from "./lazy-schemas.ts";
 import { INT32_MAX } from "./schemas.ts";
 
 function makeAjv(coerce: boolean) {
@@ -23,11 +24,6 @@ interface JsonSchema {
   anyOf?: JsonSchema[];
   oneOf?: JsonSchema[];
 }
-
-type Validate = ((data: unknown, ctx?: unknown) => boolean) & {
-  errors?: FastifySchemaValidationError[] | null;
-  schemaEnv?: unknown;
-};
 
 const INTEGER_TEXT = /^-?[0-9]+$/;
 const NUMBER_TEXT = /^-?[0-9]+(\.[0-9]+)?$/;
@@ -125,9 +121,12 @@ function strictText(schema: JsonSchema, httpPart: string | undefined, validate: 
 export function registerValidation(app: FastifyInstance): void {
   const strict = makeAjv(false);
   const coercing = makeAjv(true);
-  app.setValidatorCompiler(({ schema, httpPart }: { schema: FastifySchema; httpPart?: string }) => {
-    if (httpPart === "body") return strict.compile(schema as object);
-    return strictText(schema as JsonSchema, httpPart, coercing.compile(schema as object) as Validate);
-  });
+  // Compiled on first use (lazy-schemas.ts): start-up does not pay for every route's schemas.
+  app.setValidatorCompiler(({ schema, httpPart }: { schema: FastifySchema; httpPart?: string }) =>
+    lazyValidator(() => {
+      if (httpPart === "body") return strict.compile(schema as object) as Validate;
+      return strictText(schema as JsonSchema, httpPart, coercing.compile(schema as object) as Validate);
+    }),
+  );
   registerInputGuards(app);
 }

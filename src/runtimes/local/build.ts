@@ -16,7 +16,41 @@ export interface BuildOptions {
   log: (line: string) => void;
 }
 
-/** The commands a source needs: the given ones, else what its package.json implies. */
+/** package.json fields that name packages to install. */
+const DEPENDENCY_FIELDS = [
+  "dependencies",
+  "devDependencies",
+  "optionalDependencies",
+  "peerDependencies",
+  "bundleDependencies",
+  "bundledDependencies",
+  "workspaces",
+];
+/** Scripts npm runs as part of an install. */
+const INSTALL_SCRIPTS = ["preinstall", "install", "postinstall", "preprepare", "prepare", "postprepare"];
+
+function nonEmpty(value: unknown): boolean {
+  if (Array.isArray(value)) return value.length > 0;
+  if (typeof value === "object" && value !== null) return Object.keys(value).length > 0;
+  return value !== undefined && value !== null && value !== false;
+}
+
+/**
+ * Whether `npm install` would do anything: a package with nothing to install and no install
+ * scripts skips the step, which is most of a small app's deploy time.
+ */
+export function needsInstall(pkg: Record<string, unknown> | undefined): boolean {
+  if (pkg === undefined) return true;
+  return (
+    DEPENDENCY_FIELDS.some((field) => nonEmpty(pkg[field])) ||
+    INSTALL_SCRIPTS.some((name) => packageScript(pkg, name) !== undefined)
+  );
+}
+
+/**
+ * The commands a source needs: the given ones, else what its package.json implies (no install
+ * when it declares nothing to install).
+ */
 export async function buildSteps(
   appDir: string,
   installCommand: string | undefined,
@@ -25,13 +59,13 @@ export async function buildSteps(
   const steps: { label: string; command: string }[] = [];
   const pkg = await readPackageJson(appDir);
   let install = installCommand?.trim() || undefined;
-  if (install === undefined) {
+  if (install === undefined && (await exists(join(appDir, "package.json"))) && needsInstall(pkg)) {
     if (
       (await exists(join(appDir, "package-lock.json"))) ||
       (await exists(join(appDir, "npm-shrinkwrap.json")))
     ) {
       install = "npm ci";
-    } else if (await exists(join(appDir, "package.json"))) {
+    } else {
       install = "npm install";
     }
   }
@@ -50,6 +84,9 @@ export async function buildSteps(
 export async function runBuild(o: BuildOptions): Promise<void> {
   const steps = await buildSteps(o.appDir, o.installCommand, o.buildCommand);
   if (steps.length === 0) o.log("No install or build step for this source.");
+  if (!steps.some((s) => s.label === "install") && (await readPackageJson(o.appDir)) !== undefined) {
+    o.log("No install step: package.json declares no dependencies and no install scripts.");
+  }
   for (const step of steps) {
     o.log(`$ ${step.command}`);
     const { file, args, cwd } = o.wrap(["sh", "-c", step.command]);

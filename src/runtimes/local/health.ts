@@ -30,10 +30,19 @@ export interface HealthWait {
 
 export type HealthResult = { ok: true } | { ok: false; reason: string };
 
-/** Polls until GET `path` answers with a status below 500, the process exits, time runs out or abort. */
+/** The first pause between probes; it grows by half each time up to MAX_PAUSE_MS. */
+const FIRST_PAUSE_MS = 5;
+const MAX_PAUSE_MS = 100;
+
+/**
+ * Polls until GET `path` answers with a status below 500, the process exits, time runs out or
+ * abort. The first probe goes out at once and the pauses start at a few ms: a small app answers
+ * within a few dozen ms of its start, and every ms of waiting here is deploy time.
+ */
 export async function waitHealthy(w: HealthWait): Promise<HealthResult> {
   const deadline = Date.now() + w.timeoutMs;
   let last = "no answer yet";
+  let pause = FIRST_PAUSE_MS;
   for (;;) {
     if (w.signal.aborted) return { ok: false, reason: "interrupted" };
     const exit = w.exited();
@@ -48,6 +57,7 @@ export async function waitHealthy(w: HealthWait): Promise<HealthResult> {
     const result = await probe(w.port, w.path, Math.max(50, Math.min(2000, left)));
     if (typeof result === "number" && result < 500) return { ok: true };
     last = typeof result === "number" ? `status ${result}` : result;
-    await sleep(Math.min(50, Math.max(0, deadline - Date.now())));
+    await sleep(Math.min(pause, Math.max(0, deadline - Date.now())));
+    pause = Math.min(MAX_PAUSE_MS, Math.ceil(pause * 1.5));
   }
 }

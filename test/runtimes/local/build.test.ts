@@ -53,11 +53,14 @@ describe("local runtime: build", () => {
         "package.json": JSON.stringify({
           name: "tiny",
           version: "1.0.0",
+          // A local package: npm installs it without a registry.
+          dependencies: { "local-dep": "file:./local-dep" },
           scripts: {
             build: "node -e \"require('fs').writeFileSync('dist.txt','ok')\"",
             start: "node server.js",
           },
         }),
+        "local-dep/package.json": JSON.stringify({ name: "local-dep", version: "1.0.0" }),
       },
     });
     const s = spec({ kind: "directory", path: src }, { frameworkConfigPath: undefined });
@@ -70,13 +73,15 @@ describe("local runtime: build", () => {
     assert.equal(readFileSync(join(revisionDir, "app", "dist.txt"), "utf8"), "ok");
     const record = JSON.parse(readFileSync(join(revisionDir, "build.json"), "utf8")) as { start: string };
     assert.equal(record.start, "npm start");
+    assert.equal(existsSync(join(revisionDir, "app", "node_modules", "local-dep")), true, "installed");
     // npm's cache lives in the deployment's own HOME, not in the server user's home.
     assert.equal(existsSync(join(dataDir, "apps", s.deploymentId, "home", ".npm")), true);
   });
 
   it("picks npm ci when a lockfile exists, and no step when there is no package.json", async () => {
     const { buildSteps } = await import("../../../src/runtimes/local/build.ts");
-    const withLock = writeApp(tempDir(), { extra: { "package.json": "{}", "package-lock.json": "{}" } });
+    const withDeps = JSON.stringify({ dependencies: { "left-pad": "1.3.0" } });
+    const withLock = writeApp(tempDir(), { extra: { "package.json": withDeps, "package-lock.json": "{}" } });
     assert.deepEqual(await buildSteps(withLock, undefined, undefined), [
       { label: "install", command: "npm ci" },
     ]);
@@ -84,6 +89,56 @@ describe("local runtime: build", () => {
     assert.deepEqual(await buildSteps(withLock, "make deps", " "), [
       { label: "install", command: "make deps" },
     ]);
+  });
+
+  it("skips the install when package.json declares no dependencies and no install scripts", async () => {
+    const { buildSteps } = await import("../../../src/runtimes/local/build.ts");
+    const steps = (pkg: unknown, extra: Record<string, string> = {}) =>
+      buildSteps(
+        writeApp(tempDir(), { extra: { "package.json": JSON.stringify(pkg), ...extra } }),
+        undefined,
+        undefined,
+      );
+    const start = { scripts: { start: "node server.js" } };
+    assert.deepEqual(await steps(start), []);
+    assert.deepEqual(await steps(start, { "package-lock.json": "{}" }), []);
+    assert.deepEqual(await steps({ ...start, dependencies: {}, devDependencies: {} }), []);
+    for (const needs of [
+      { devDependencies: { typescript: "5" } },
+      { optionalDependencies: { fsevents: "2" } },
+      { workspaces: ["packages/*"] },
+      { scripts: { postinstall: "node setup.js" } },
+      { scripts: { prepare: "node setup.js" } },
+    ]) {
+      assert.deepEqual(
+        await steps(needs),
+        [{ label: "install", command: "npm install" }],
+        JSON.stringify(needs),
+      );
+    }
+    // Unreadable package.json: npm decides (and says what is wrong with it).
+    assert.deepEqual(await steps("not json"), [{ label: "install", command: "npm install" }]);
+    // A build script still runs, and an explicit install command always does.
+    assert.deepEqual(await steps({ scripts: { build: "node build.js" } }), [
+      { label: "build", command: "npm run build" },
+    ]);
+    const dir = writeApp(tempDir(), { extra: { "package.json": JSON.stringify(start) } });
+    assert.deepEqual(await buildSteps(dir, "make deps", undefined), [
+      { label: "install", command: "make deps" },
+    ]);
+  });
+
+  it("logs that it skipped the install", async () => {
+    const dataDir = tempDir();
+    const rt = newRuntime(dataDir);
+    const src = writeApp(tempDir(), { extra: { "package.json": JSON.stringify({ name: "plain" }) } });
+    const s = spec({ kind: "directory", path: src });
+    const ctx = phase();
+    await rt.prepare(s, ctx);
+    await rt.build(s, ctx);
+    assert.ok(!ctx.text("build").includes("$ npm"), ctx.text("build"));
+    assert.match(ctx.text("build"), /No install step: package\.json declares no dependencies/);
+    assert.equal(await rt.isBuilt(s), true);
   });
 
   it("a failing install is a BuildError with its output in the log, and leaves no directory", async () => {
