@@ -1,6 +1,6 @@
 import { Type } from "@sinclair/typebox";
 import { workspaceOf } from "../../http/auth.ts";
-import { errorResponse, notFound } from "../../http/errors.ts";
+import { errorResponse } from "../../http/errors.ts";
 import { type App, sendStored } from "../../http/types.ts";
 import { createDeployment } from "./create.ts";
 import { deleteDeployment, deleteDeployments } from "./delete.ts";

@@ -4,7 +4,7 @@ import { WORK_CHANNEL } from "../../db/channels.ts";
 import { type Executor, inTransaction, type Reader, rows, type Transaction } from "../../db/client.ts";
 import { type EnvelopeColumn, envelopeColumn } from "../../db/envelopes.ts";
 import { deployments } from "../../db/schema/deployments.ts";
-import { isoSql, likeEscape, sqlList, uuidList } from "../../db/sql.ts";
+import { likeEscape, sqlList, uuidList } from "../../db/sql.ts";
 import {
   assertDeploymentTransition,
   type DeploymentStatus,
