@@ -182,7 +182,7 @@ function openPostgres(url: string, poolSize: number): Database {
         try {
           const result = await fn({
             // Without the schema: nothing runs relational queries in a transaction, and it is cheaper.
-            orm: drizzlePg({ client }) as unknown as Orm,
+            orm: insideTransaction(drizzlePg({ client }) as unknown as Orm),
             query: async <T>(query: SQL) => {
               const { sql: text, params } = dialect.sqlToQuery(query);
               const res = await client.query({ name: statementName(text), text, values: params });
@@ -266,5 +266,16 @@ export async function openDatabase(
  * so that writes that must land together (a change and its event) do whichever way they are called.
  */
 export function inTransaction<T>(exec: Executor, fn: (tx: Executor) => Promise<T>): Promise<T> {
+  // An ORM over a connection already inside BEGIN: its own `transaction` would send a second
+  // BEGIN and then COMMIT the caller's transaction half-way; the caller's transaction is enough.
+  if (openTransactions.has(exec)) return fn(exec);
   return (exec as Orm).transaction((tx) => fn(tx));
+}
+
+/** ORMs bound to one connection inside `Database.transaction` (see `inTransaction`). */
+const openTransactions = new WeakSet<Executor>();
+
+function insideTransaction(orm: Orm): Orm {
+  openTransactions.add(orm);
+  return orm;
 }
