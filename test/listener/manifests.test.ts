@@ -121,7 +121,7 @@ describe("manifests of a deployment", () => {
       limits: { cpu: "1000m", memory: "1024Mi" },
     });
     assert.deepEqual(
-      (app?.env as Obj[]).map((e) => [e.name, at(e, "valueFrom.secretKeyRef")]),
+      (at(app, "env") as Obj[]).map((e) => [e.name, at(e, "valueFrom.secretKeyRef")]),
       [
         ["DATABASE_URI", { name: "shop-5f1e2d3c-db", key: "uri" }],
         ["POSTGRES_URI", { name: "shop-5f1e2d3c-db", key: "uri" }],
