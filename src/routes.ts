@@ -5,6 +5,7 @@ import { agentConnectionRoutes } from "./resources/agent-connections/routes.ts";
 import { apiKeyRoutes } from "./resources/api-keys/routes.ts";
 import { deploymentRoutes } from "./resources/deployments/routes.ts";
 import { integrationRoutes } from "./resources/integrations/routes.ts";
+import { listenerRoutes } from "./resources/listeners/routes.ts";
 import { oauthFlowRoutes } from "./resources/oauth-flows/routes.ts";
 import { oauthProviderRoutes } from "./resources/oauth-providers/routes.ts";
 import { oauthTokenRoutes } from "./resources/oauth-tokens/routes.ts";
@@ -35,4 +36,5 @@ export async function routes(app: App, opts: { metrics: Registry }): Promise<voi
   await app.register(uploadRoutes);
   await app.register(templateRoutes);
   await app.register(revisionLogRoutes);
+  await app.register(listenerRoutes);
 }

@@ -73,6 +73,8 @@ export async function insertRevision(
     resourceSpec: content.resourceSpec,
     secretReferences: content.secretReferences,
     buildConfig,
+    // A deployment's listener is immutable, so its revisions record it once (runtimeNameOf reads it).
+    listenerId: s(deployment.source_config.listener_id),
     at,
   });
   await insertRevisionSecrets(tx, keyring, id, content.secrets);

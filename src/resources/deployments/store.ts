@@ -293,3 +293,22 @@ export async function saveKeyResponse(
          WHERE workspace_id = ${workspaceId} AND key = ${key}`,
   );
 }
+
+// ── deployments served by listeners ──────────────────────────────────────────────────────────
+
+export interface ListenerDeploymentRow {
+  id: string;
+  name: string;
+  namespace: string | null;
+  status: DeploymentStatus;
+}
+
+/** The deployments a listener serves (every row still there, AWAITING_DELETE included). */
+export function listenerDeploymentRows(exec: Reader, listenerId: string): Promise<ListenerDeploymentRow[]> {
+  return rows<ListenerDeploymentRow>(
+    exec,
+    sql`SELECT id, name, source_config->'listener_config'->>'k8s_namespace' AS namespace, status
+          FROM deployments WHERE source_config->>'listener_id' = ${listenerId.toLowerCase()}
+         ORDER BY name, id`,
+  );
+}

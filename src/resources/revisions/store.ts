@@ -2,7 +2,7 @@ import { type SQL, sql } from "drizzle-orm";
 import { type Executor, type Reader, rows } from "../../db/client.ts";
 import type { StatusChange } from "../../db/schema/deployments.ts";
 import { revisionSecrets } from "../../db/schema/deployments.ts";
-import { fromNow, isoSql, sqlList } from "../../db/sql.ts";
+import { fromNow, isoSql, sqlList, uuidList } from "../../db/sql.ts";
 import {
   assertTransition,
   isTerminal,
@@ -36,16 +36,18 @@ const SELECT =
        r.status, r.source, r.source_revision_config, r.deployment_id, r.status_history, r.status_message
   FROM revisions r JOIN deployments d ON d.id = r.deployment_id`);
 
-/** Newest first (by sequence number); `statuses` narrows, `none` matches nothing. */
+/** Newest first (by sequence number); `statuses` narrows, `remote` keeps listener-served (or other) ones. */
 export function listRevisionRows(
   exec: Reader,
   workspaceId: string,
   deploymentId: string,
-  page: { statuses?: readonly string[]; none?: boolean; limit: number; offset: number },
+  page: { statuses?: readonly string[]; remote?: boolean; limit: number; offset: number },
 ): Promise<RevisionRow[]> {
   const where: SQL[] = [sql`d.workspace_id = ${workspaceId}`, sql`r.deployment_id = ${deploymentId}`];
   if (page.statuses !== undefined) where.push(sql`r.status IN (${sqlList(page.statuses)})`);
-  if (page.none) where.push(sql`false`);
+  if (page.remote !== undefined) {
+    where.push(page.remote ? sql`r.listener_id IS NOT NULL` : sql`r.listener_id IS NULL`);
+  }
   return rows<RevisionRow>(
     exec,
     sql`${SELECT} WHERE ${sql.join(where, sql` AND `)} ORDER BY r.seq DESC LIMIT ${page.limit} OFFSET ${page.offset}`,
@@ -98,6 +100,8 @@ export interface NewRevision {
   resourceSpec: Record<string, unknown> | null;
   secretReferences: SecretReference[] | null;
   buildConfig: Record<string, unknown>;
+  /** The listener that serves it, or null for this server's own runtime. */
+  listenerId: string | null;
   /** Creation time, also the time of its first status (QUEUED). */
   at: string;
 }
@@ -108,10 +112,10 @@ export async function insertRevisionRow(exec: Executor, r: NewRevision): Promise
   const json = (v: unknown) => (v === null ? null : JSON.stringify(v));
   await exec.execute(
     sql`INSERT INTO revisions (id, deployment_id, seq, status, source, source_revision_config, resource_spec,
-                               secret_references, build_config, status_history, created_at, updated_at)
+                               secret_references, build_config, listener_id, status_history, created_at, updated_at)
         VALUES (${r.id}, ${r.deploymentId}, ${r.seq}, 'QUEUED', ${r.source},
                 ${JSON.stringify(r.sourceRevisionConfig)}::jsonb, ${json(r.resourceSpec)}::jsonb,
-                ${json(r.secretReferences)}::jsonb, ${JSON.stringify(r.buildConfig)}::jsonb,
+                ${json(r.secretReferences)}::jsonb, ${JSON.stringify(r.buildConfig)}::jsonb, ${r.listenerId},
                 ${JSON.stringify(history)}::jsonb, ${r.at}, ${r.at})`,
   );
 }
@@ -283,4 +287,100 @@ export async function revisionIdsOf(exec: Reader, deploymentId: string): Promise
     sql`SELECT id FROM revisions WHERE deployment_id = ${deploymentId}`,
   );
   return found.map((r) => r.id);
+}
+
+// ── revisions served by listeners ────────────────────────────────────────────────────────────
+
+/**
+ * What a listener should run: per deployment of it that is not being deleted, the newest revision
+ * that is rolling out (DEPLOYING) or serves (DEPLOYED). A failed or interrupted rollout drops out,
+ * so the previous revision is desired again.
+ */
+export function desiredPairs(
+  exec: Reader,
+  listenerId: string,
+): Promise<{ deployment_id: string; revision_id: string }[]> {
+  return rows(
+    exec,
+    sql`SELECT DISTINCT ON (r.deployment_id) r.deployment_id, r.id AS revision_id
+          FROM revisions r JOIN deployments d ON d.id = r.deployment_id
+         WHERE r.listener_id = ${listenerId} AND r.status IN ('DEPLOYING', 'DEPLOYED')
+           AND d.status <> 'AWAITING_DELETE'
+         ORDER BY r.deployment_id, r.seq DESC`,
+  );
+}
+
+export interface RemoteRevisionRow {
+  revision_id: string;
+  deployment_id: string;
+  name: string;
+  deployment_type: string;
+  namespace: string | null;
+  source: Source;
+  source_revision_config: Record<string, unknown>;
+  image_ref: string | null;
+  resource_spec: Record<string, unknown> | null;
+  secret_references: SecretReference[] | null;
+}
+
+/** What a listener is told of each revision it should run. */
+export function remoteRevisionRows(
+  exec: Reader,
+  revisionIds: readonly string[],
+): Promise<RemoteRevisionRow[]> {
+  if (revisionIds.length === 0) return Promise.resolve([]);
+  return rows<RemoteRevisionRow>(
+    exec,
+    sql`SELECT r.id AS revision_id, r.deployment_id, d.name, d.deployment_type,
+               d.source_config->'listener_config'->>'k8s_namespace' AS namespace, r.source,
+               r.source_revision_config, r.image_ref, r.resource_spec, r.secret_references
+          FROM revisions r JOIN deployments d ON d.id = r.deployment_id
+         WHERE r.id IN (${uuidList(revisionIds)})
+         ORDER BY d.name, d.id`,
+  );
+}
+
+/** Of these ids, those of revisions the listener serves. */
+export async function revisionsOfListener(
+  exec: Reader,
+  listenerId: string,
+  revisionIds: readonly string[],
+): Promise<Set<string>> {
+  if (revisionIds.length === 0) return new Set();
+  const found = await rows<{ id: string }>(
+    exec,
+    sql`SELECT id FROM revisions WHERE listener_id = ${listenerId} AND id IN (${uuidList(revisionIds)})`,
+  );
+  return new Set(found.map((r) => r.id));
+}
+
+/** The listener's last report of a revision (the worker rolling it out waits for one). */
+export async function recordRemoteState(
+  exec: Executor,
+  revisionId: string,
+  state: string,
+  reason: string | null,
+): Promise<void> {
+  await exec.execute(
+    sql`UPDATE revisions SET remote_state = ${state}, remote_reason = ${reason} WHERE id = ${revisionId}`,
+  );
+}
+
+export async function remoteState(
+  exec: Reader,
+  revisionId: string,
+): Promise<
+  { remote_state: string | null; remote_reason: string | null; listener_id: string | null } | undefined
+> {
+  const [row] = await rows<{
+    remote_state: string | null;
+    remote_reason: string | null;
+    listener_id: string | null;
+  }>(exec, sql`SELECT remote_state, remote_reason, listener_id FROM revisions WHERE id = ${revisionId}`);
+  return row;
+}
+
+/** The image a revision was built into and pushed as (sources that are not images, run by a listener). */
+export async function recordImageRef(exec: Executor, revisionId: string, imageRef: string): Promise<void> {
+  await exec.execute(sql`UPDATE revisions SET image_ref = ${imageRef} WHERE id = ${revisionId}`);
 }
