@@ -47,13 +47,15 @@ describe("deploy/kubernetes", () => {
   });
 
   it("the control plane: several replicas, probes on /ok, a grace period, a Service", () => {
-    const dep = find("Deployment", "slipway") as { spec: Record<string, never> };
-    const spec = dep.spec as { replicas: number; template: { spec: Record<string, unknown> } };
-    assert.ok(spec.replicas > 1);
-    const pod = spec.template.spec as {
-      terminationGracePeriodSeconds: number;
-      containers: Record<string, never>[];
+    const dep = find("Deployment", "slipway") as {
+      spec: {
+        replicas: number;
+        template: { spec: { terminationGracePeriodSeconds: number; containers: unknown[] } };
+      };
     };
+    const spec = dep.spec;
+    assert.ok(spec.replicas > 1);
+    const pod = spec.template.spec;
     assert.ok(pod.terminationGracePeriodSeconds >= 30);
     const c = pod.containers[0] as {
       readinessProbe: { httpGet: { path: string } };
