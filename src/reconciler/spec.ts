@@ -55,9 +55,11 @@ export async function envFor(
   work: RevisionWork,
 ): Promise<{ env: Record<string, string>; secrets: string[] }> {
   const env = await revisionSecrets(w, work.id);
-  Object.assign(env, await referencedSecrets(w, work));
+  // A remote data plane resolves references and runs its own database.
+  const remote = w.runtimes.of(work.runtime).remote === true;
+  if (!remote) Object.assign(env, await referencedSecrets(w, work));
   const secrets = Object.values(env);
-  if (w.appDbs) {
+  if (w.appDbs && !remote) {
     const db = await w.appDbs.provision(w.db.orm, work.deploymentId);
     env.DATABASE_URI = db.uri;
     env.POSTGRES_URI = db.uri;

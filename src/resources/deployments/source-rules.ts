@@ -121,7 +121,13 @@ export function checkSourceConfig(
   if (isSet(sent.listener_config) && takesListener && !isSet(listenerId)) {
     items.push(item([...SC, "listener_config"], "Needs listener_id."));
   }
-  if (opts.create && isSet(sent.listener_id) && !isSet(namespaceOf(sent.listener_config))) {
+  const listenerRefused = items.some((i) => i.loc.join(".") === [...SC, "listener_id"].join("."));
+  if (
+    opts.create &&
+    isSet(sent.listener_id) &&
+    !listenerRefused &&
+    namespaceOf(sent.listener_config) === null
+  ) {
     items.push(
       item(
         [...SC, "listener_config", "k8s_namespace"],

@@ -312,3 +312,12 @@ export function listenerDeploymentRows(exec: Reader, listenerId: string): Promis
          ORDER BY name, id`,
   );
 }
+
+/** The listener that serves a deployment, if any. */
+export async function listenerOfDeployment(exec: Reader, id: string): Promise<string | undefined> {
+  const [row] = await rows<{ listener_id: string | null }>(
+    exec,
+    sql`SELECT source_config->>'listener_id' AS listener_id FROM deployments WHERE id = ${id}`,
+  );
+  return row?.listener_id ?? undefined;
+}

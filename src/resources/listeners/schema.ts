@@ -12,7 +12,7 @@ export const Namespace = Type.String({
 export const ListenerComputeConfig = Type.Object(
   {
     k8s_namespaces: Type.Optional(
-      Nullable(
+      OrNull(
         Type.Array(Namespace, {
           maxItems: 100,
           uniqueItems: true,
@@ -57,7 +57,6 @@ export const CreateListenerBody = Type.Object(
     version: Type.Optional(Version),
     compute_type: ComputeType,
     compute_id: Type.String({
-      minLength: 1,
       maxLength: 100,
       pattern: "^\\S(.*\\S)?$",
       description: "Your name for the cluster; unique in the workspace.",
