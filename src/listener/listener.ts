@@ -25,11 +25,13 @@ export interface ListenerOptions {
 const objectKey = (o: K8sObject) => `${o.apiVersion}/${o.kind}/${o.metadata.namespace}/${o.metadata.name}`;
 const sleep = (ms: number, signal: AbortSignal) =>
   new Promise<void>((resolve) => {
-    const t = setTimeout(resolve, ms);
-    signal.addEventListener("abort", () => {
+    const done = () => {
       clearTimeout(t);
+      signal.removeEventListener("abort", done);
       resolve();
-    });
+    };
+    const t = setTimeout(done, ms);
+    signal.addEventListener("abort", done, { once: true });
   });
 
 export class Listener {
@@ -76,6 +78,11 @@ export class Listener {
         backoff = 1000;
         if (first || state.version !== this.version || this.reconcileNeeded) await this.reconcile(state);
         first = false;
+        if (this.reconcileNeeded) {
+          // The cluster did not take the objects: the next poll answers at once, so wait first.
+          await sleep(backoff, this.abort.signal);
+          backoff = Math.min(backoff * 2, 30_000);
+        }
       } catch (err) {
         if (this.abort.signal.aborted) break;
         this.o.log(

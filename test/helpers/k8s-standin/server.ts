@@ -226,7 +226,8 @@ export async function startK8sStandIn(): Promise<StandIn> {
         JSON.stringify({
           apiVersion: "v1",
           kind: "Config",
-          clusters: [{ name: "standin", cluster: { server: url } }],
+          // Plain HTTP on loopback: client-node refuses http:// unless TLS checks are declared off.
+          clusters: [{ name: "standin", cluster: { server: url, "insecure-skip-tls-verify": true } }],
           users: [{ name: "standin", user: { token: "standin-token" } }],
           contexts: [{ name: "standin", context: { cluster: "standin", user: "standin", namespace } }],
           "current-context": "standin",
