@@ -171,7 +171,9 @@ for (const kind of DB_KINDS) {
 
     it("create: the listener applies its objects; the completed rollout makes it DEPLOYED and remote", async () => {
       const d = await eventually("the API Deployment", apiDeployment).catch((err: Error) => {
-        throw new Error(`${err.message}\nlistener:\n${listener?.output()}\ncluster requests:\n${k8s.requests.slice(-10).join("\n")}`);
+        throw new Error(
+          `${err.message}\nlistener:\n${listener?.output()}\ncluster requests:\n${k8s.requests.slice(-10).join("\n")}`,
+        );
       });
       const container = (d.spec as { template: { spec: { containers: Obj[] } } }).template.spec.containers[0];
       assert.equal(container?.image, "registry.example.com/shop:1");
