@@ -72,6 +72,8 @@ export interface Config {
   auditRetentionDays: number;
   /** What one revision may take on disk: its unpacked source, and its directory while it builds. */
   limits: { sourceBytes: number; sourceMaxFiles: number; buildDiskBytes: number };
+  /** Listeners (README "Running on Kubernetes"): silence before DISCONNECTED, and the image registry. */
+  listeners: { timeoutS: number; registryUrl: string | undefined; buildBaseImage: string };
 }
 
 export type SandboxMode = "auto" | "bwrap" | "none";
@@ -209,6 +211,21 @@ function timeoutVars(env: Env): Config["timeouts"] {
   };
 }
 
+/** An image registry as `host[:port][/path]` (a URL's scheme is dropped: image references have none). */
+function registryVar(raw: string | undefined): string | undefined {
+  const value = (raw ?? "")
+    .trim()
+    .replace(/^https?:\/\//, "")
+    .replace(/\/+$/, "");
+  if (value === "") return undefined;
+  if (!/^[A-Za-z0-9.-]+(:\d{1,5})?(\/[a-z0-9._/-]+)?$/.test(value)) {
+    throw new ConfigError(
+      `SLIPWAY_REGISTRY_URL must be a registry such as registry.example.com:5000 or registry.example.com/team, got "${raw}".`,
+    );
+  }
+  return value;
+}
+
 /** Parses the whole configuration once; any bad variable stops start-up with a sentence naming it. */
 export function loadConfig(env: Env = process.env): Config {
   const dataDir = resolve(env.SLIPWAY_DATA_DIR || "./.slipway");
@@ -313,6 +330,11 @@ export function loadConfig(env: Env = process.env): Config {
       sourceBytes: intVar(env, "SLIPWAY_SOURCE_LIMIT_BYTES", 1024 ** 3, 1024, 1024 ** 4),
       sourceMaxFiles: intVar(env, "SLIPWAY_SOURCE_MAX_FILES", 100_000, 1, 100_000_000),
       buildDiskBytes: intVar(env, "SLIPWAY_BUILD_DISK_LIMIT_MB", 4096, 1, 1024 * 1024) * 1024 * 1024,
+    },
+    listeners: {
+      timeoutS: intVar(env, "SLIPWAY_LISTENER_TIMEOUT_S", 90, 1, 86_400),
+      registryUrl: registryVar(env.SLIPWAY_REGISTRY_URL),
+      buildBaseImage: env.SLIPWAY_BUILD_BASE_IMAGE || "docker.io/library/node:22-bookworm-slim",
     },
   };
 }

@@ -9,6 +9,7 @@ import { deploymentMetricsRoutes } from "./resources/deployments/metrics.ts";
 import { deploymentRoutes } from "./resources/deployments/routes.ts";
 import { eventRoutes } from "./resources/events/routes.ts";
 import { integrationRoutes } from "./resources/integrations/routes.ts";
+import { listenerRoutes } from "./resources/listeners/routes.ts";
 import { oauthFlowRoutes } from "./resources/oauth-flows/routes.ts";
 import { oauthProviderRoutes } from "./resources/oauth-providers/routes.ts";
 import { oauthTokenRoutes } from "./resources/oauth-tokens/routes.ts";
@@ -45,4 +46,5 @@ export async function routes(app: App, opts: { metrics: Registry }): Promise<voi
   await app.register(webhookRoutes);
   await app.register(eventRoutes);
   await app.register(auditLogRoutes);
+  await app.register(listenerRoutes);
 }

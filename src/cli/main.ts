@@ -8,6 +8,8 @@ Server commands:
   migrate               apply pending database migrations and exit
   keys rotate [--new]   re-encrypt every stored secret under the active master key;
                         with --new (embedded key file only) first generate a new active key
+  listener [options]    run in (or beside) a Kubernetes cluster: apply what the control plane
+                        wants there and report back (\`slipway listener --help\`)
 
 Server configuration comes from the environment: see README.md.
 
@@ -77,6 +79,27 @@ async function rotate(args: string[]): Promise<void> {
   }
 }
 
+async function listener(args: string[]): Promise<void> {
+  const { Listener } = await import("../listener/listener.ts");
+  const { LISTENER_USAGE, parseListenerArgs } = await import("../listener/options.ts");
+  if (args.includes("--help")) {
+    console.log(LISTENER_USAGE);
+    return;
+  }
+  const log = (line: string) => console.log(`${new Date().toISOString()} ${line}`);
+  const agent = new Listener(parseListenerArgs(args, process.env, log));
+  const stop = (signal: string) => {
+    log(`listener: ${signal}, stopping`);
+    agent.stop();
+  };
+  process.on("SIGTERM", () => stop("SIGTERM"));
+  process.on("SIGINT", () => stop("SIGINT"));
+  log("listener: started");
+  await agent.run();
+  // Open watch streams and keep-alive sockets would hold the process; everything is stopped.
+  process.exit(0);
+}
+
 async function main(argv: string[]): Promise<void> {
   const [command, ...rest] = argv;
   switch (command) {
@@ -84,6 +107,8 @@ async function main(argv: string[]): Promise<void> {
       return serve();
     case "migrate":
       return migrateOnly();
+    case "listener":
+      return listener(rest);
     case "keys":
       if (rest[0] === "rotate") return rotate(rest.slice(1));
       process.exitCode = await runClient("keys", rest);

@@ -14,6 +14,11 @@ export const AUTH_CHANNEL = "slipway_auth";
 /** An OAuth flow id, when the flow finished: long-polling waiters answer. */
 export const FLOW_CHANNEL = "slipway_oauth_flows";
 
+/** A listener id (or "*" for every listener), when what it should run may have changed: desired polls answer. */
+export const LISTENER_CHANNEL = "slipway_listener_desired";
+/** A revision id, after its listener reported on it: the worker waiting for its rollout reads the report. */
+export const REPORT_CHANNEL = "slipway_listener_reports";
+
 /** Session lock around applying migrations, so that processes starting together migrate once. */
 export const MIGRATION_LOCK = 0x51177a7;
 /** Session lock around creating the bootstrap organization and key. */

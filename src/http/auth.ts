@@ -16,6 +16,8 @@ export interface Principal {
   isSystem: boolean;
   /** The workspace the key is bound to, if any. */
   boundWorkspaceId: string | null;
+  /** A listener key's listener (role `listener`), else null. */
+  listenerId: string | null;
   /** The workspace this request acts in, or null with the reason in `tenantError`. */
   workspaceId: string | null;
   tenantError: string | null;
@@ -38,6 +40,11 @@ export interface RouteAuth {
   role?: Role;
   /** Only install-wide system keys. */
   system?: boolean;
+  /**
+   * A listener's own routes (desired state, status): only listener keys, which no other route
+   * answers. The handler checks that the key's listener is the one in the path.
+   */
+  listener?: boolean;
 }
 
 declare module "fastify" {
@@ -52,7 +59,8 @@ declare module "fastify" {
   }
 }
 
-const RANK: Record<Role, number> = { viewer: 0, member: 1, admin: 2 };
+/** A listener key ranks below every role: it passes only the routes marked `listener`. */
+const RANK: Record<Role, number> = { listener: -1, viewer: 0, member: 1, admin: 2 };
 const READ_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
 
 export function apiKeyOf(request: FastifyRequest): string | undefined {
@@ -129,8 +137,18 @@ export async function registerAuth(app: FastifyInstance, db: Database): Promise<
       role: row.role,
       isSystem: row.is_system,
       boundWorkspaceId: row.workspace_id,
+      listenerId: row.listener_id,
       ...resolved,
     };
+    if (row.role === "listener" || rules?.listener) {
+      if (row.role !== "listener") throw forbidden("This route answers only a listener's own API key.");
+      if (!rules?.listener) {
+        throw forbidden(
+          "A listener API key can only read its listener's desired state and report its status.",
+        );
+      }
+      return;
+    }
     if (rules?.system && !row.is_system) throw forbidden("This operation needs a system API key.");
     const needed: Role = rules?.role ?? (READ_METHODS.has(request.method) ? "viewer" : "member");
     if (RANK[row.role] < RANK[needed]) {
@@ -143,6 +161,18 @@ export async function registerAuth(app: FastifyInstance, db: Database): Promise<
 export function principalOf(request: FastifyRequest): Principal {
   if (!request.principal) throw unauthorized("Missing API key: send X-Api-Key.");
   return request.principal;
+}
+
+/** The listener a listener key acts for, which must be the one the path names; else 403. */
+export function listenerOf(
+  request: FastifyRequest,
+  listenerId: string,
+): { listenerId: string; workspaceId: string } {
+  const p = principalOf(request);
+  if (p.listenerId === null || p.listenerId !== listenerId.toLowerCase() || p.boundWorkspaceId === null) {
+    throw forbidden("This API key belongs to another listener.");
+  }
+  return { listenerId: p.listenerId, workspaceId: p.boundWorkspaceId };
 }
 
 /** The workspace the request acts in; 403 when none can be resolved. */

@@ -32,6 +32,8 @@ export interface Worker {
   readonly log: ReconcilerLogger;
   readonly workerId: string;
   readonly leaseMs: number;
+  /** A listener silent this long is DISCONNECTED: its deployments turn UNKNOWN (leader.ts). */
+  readonly listenerTimeoutS: number;
   readonly appDbs: AppDatabases | undefined;
   /** Revisions in progress here, by id. */
   readonly jobs: Map<string, Job>;

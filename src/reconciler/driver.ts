@@ -73,7 +73,7 @@ export async function drive(
     }
     const env: Record<string, string> = { ...secrets };
     const hidden = Object.values(secrets);
-    const db = await ensureDatabase(w, work);
+    const db = await ensureDatabase(w, work, runtime.remote === true);
     if (db) {
       env.DATABASE_URI = db.uri;
       env.POSTGRES_URI = db.uri;
@@ -106,7 +106,7 @@ export async function drive(
     await step("AWAITING_DEPLOY");
     await step("DEPLOYING");
     // Read now, so a missing reference fails the deploy (and a changed file counts at each deploy).
-    const referenced = await referencedSecrets(w, work);
+    const referenced = runtime.remote ? {} : await referencedSecrets(w, work);
     Object.assign(spec.env, referenced);
     sink.setSecrets([...hidden, ...Object.values(referenced)]);
     const activation = await runtime.activate(spec, ctx);
@@ -218,9 +218,15 @@ async function undoActivation(w: Worker, work: RevisionWork): Promise<void> {
   else await w.runtimes.of(work.runtime).teardown(work.deploymentId);
 }
 
-/** Provisions the deployment's database (when configured) and makes a new deployment READY. */
-async function ensureDatabase(w: Worker, work: RevisionWork) {
-  const db = w.appDbs ? await w.appDbs.provision(w.db.orm, work.deploymentId, work.resourceSpec) : undefined;
+/**
+ * Provisions the deployment's database (when configured; a remote data plane runs its own) and
+ * makes a new deployment READY.
+ */
+async function ensureDatabase(w: Worker, work: RevisionWork, remote: boolean) {
+  const db =
+    w.appDbs && !remote
+      ? await w.appDbs.provision(w.db.orm, work.deploymentId, work.resourceSpec)
+      : undefined;
   if (work.deploymentStatus === "AWAITING_DATABASE") {
     await moveDeployment(w.db.orm, work.deploymentId, "AWAITING_DATABASE", "READY");
   }

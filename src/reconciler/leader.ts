@@ -1,23 +1,34 @@
 import { pruneAuditLog } from "../resources/audit-log/store.ts";
 import { moveDeployment } from "../resources/deployments/store.ts";
 import { pruneEvents } from "../resources/events/store.ts";
+import { listenerLiveness } from "../resources/listeners/store.ts";
 import type { Worker } from "./context.ts";
 import { checkStorage } from "./storage.ts";
 import { asLeader, checkedDeployments } from "./store.ts";
 import { type LogNote, markUnused, noteInLog } from "./usage.ts";
 
 /**
- * Leader only (one process at a time, by advisory lock): deployments whose runtime cannot report
- * become UNKNOWN, and READY again when it can; idle ones become UNUSED (usage.ts); databases over
- * their `db_storage_gi` are reported (storage.ts). Log lines are written after the lock's
- * transaction, which must not wait on other connections (PGlite has one).
+ * Leader only (one process at a time, by advisory lock): deployments whose data plane cannot
+ * report become UNKNOWN, and READY again when it can (a local deployment asks its runtime; a
+ * listener's follows the listener: silent for SLIPWAY_LISTENER_TIMEOUT_S is unknown); idle ones
+ * become UNUSED (usage.ts); databases over their `db_storage_gi` are reported (storage.ts). Log
+ * lines are written after the lock's transaction, which must not wait on other connections
+ * (PGlite has one).
  */
 export async function checkHealth(w: Worker): Promise<void> {
   const notes: LogNote[] = [];
   await asLeader(w.db, async (tx) => {
-    for (const d of await checkedDeployments(tx)) {
+    const deployments = await checkedDeployments(tx);
+    const connected = deployments.some((d) => d.listener_id)
+      ? new Map((await listenerLiveness(tx, w.listenerTimeoutS)).map((l) => [l.id, l.connected]))
+      : new Map<string, boolean>();
+    for (const d of deployments) {
       if (w.restoring.has(d.id)) continue;
-      const health = w.runtimes.forRevision({ id: d.active_revision_id }).health(d.id);
+      const health = d.listener_id
+        ? connected.get(d.listener_id)
+          ? "running"
+          : "unknown"
+        : w.runtimes.forRevision(d).health(d.id);
       if (health === "unknown" && d.status === "READY") await moveDeployment(tx, d.id, "READY", "UNKNOWN");
       if (health === "running" && d.status === "UNKNOWN") await moveDeployment(tx, d.id, "UNKNOWN", "READY");
     }

@@ -6,14 +6,16 @@ import { WORK_CHANNEL } from "../db/channels.ts";
 import type { Database, Executor } from "../db/client.ts";
 import { removeDeployment } from "../resources/deployments/store.ts";
 import type { Runtime } from "../runtimes/interface.ts";
+import { RemoteRuntime } from "../runtimes/remote/runtime.ts";
 import { AppDatabases } from "./app-database.ts";
 import type { Job, ReconcilerLogger, Worker } from "./context.ts";
 import { drive } from "./driver.ts";
 import { LostClaim } from "./errors.ts";
 import { checkHealth, pruneHistory } from "./leader.ts";
 import { DEFAULT_LOG_CAP, LogSinks } from "./log-sink.ts";
+import { remoteBridge } from "./remote.ts";
 import { followOthers, restoreActive } from "./restore.ts";
-import { Runtimes } from "./runtimes.ts";
+import { REMOTE_RUNTIME, Runtimes } from "./runtimes.ts";
 import type { SourceResolver } from "./sources.ts";
 import {
   type ClaimedRevision,
@@ -28,10 +30,13 @@ import { recordTraffic } from "./usage.ts";
 
 export interface ReconcilerOptions {
   /** Poll and lease times, the apps' database server, and what the parts read (context.ts). */
-  config: Pick<Config, "reconciler" | "apps" | "containers" | "auditRetentionDays">;
+  config: Pick<Config, "reconciler" | "apps" | "containers" | "auditRetentionDays" | "listeners">;
   db: Database;
   keyring: Keyring;
-  /** The data planes, by the name a revision gives (runtimes.ts `runtimeNameOf`): `local` today. */
+  /**
+   * The data planes, by the name a revision gives (runtimes.ts `runtimeNameOf`): `local`, and
+   * `remote` (listeners), which the reconciler makes itself unless given one.
+   */
   runtimes: Readonly<Record<string, Runtime>>;
   resolveSource: SourceResolver;
   /** Removes a torn-down deployment's row (the deployments store's, unless a test says otherwise). */
@@ -62,6 +67,7 @@ export class Reconciler {
   private readonly pollMs: number;
   private readonly concurrency: number;
   private readonly restoreAbort = new AbortController();
+  private readonly bridge: ReturnType<typeof remoteBridge>;
   private timer: NodeJS.Timeout | undefined;
   private unlisten: (() => Promise<void>) | undefined;
   private ticking: Promise<void> | undefined;
@@ -75,16 +81,18 @@ export class Reconciler {
     this.pollMs = opts.config.reconciler.pollMs;
     this.concurrency = opts.concurrency ?? 4;
     const adminUrl = opts.config.apps.databaseUrl;
+    this.bridge = remoteBridge(opts.db, opts.config.apps.domain);
     this.w = {
       config: opts.config,
       db: opts.db,
       keyring: opts.keyring,
-      runtimes: new Runtimes(opts.runtimes),
+      runtimes: new Runtimes({ [REMOTE_RUNTIME]: new RemoteRuntime(this.bridge), ...opts.runtimes }),
       resolveSource: opts.resolveSource,
       removeDeployment: opts.removeDeployment ?? removeDeployment,
       log,
       workerId: this.workerId,
       leaseMs: opts.config.reconciler.leaseMs,
+      listenerTimeoutS: opts.config.listeners.timeoutS,
       appDbs: adminUrl ? new AppDatabases(adminUrl, opts.keyring) : undefined,
       jobs: new Map(),
       served: new Map(),
@@ -137,6 +145,7 @@ export class Reconciler {
     await this.ticking?.catch(() => {});
     await Promise.allSettled(this.w.deletions.values());
     await Promise.allSettled(this.w.following.values());
+    await this.bridge.close();
     await this.w.sinks.closeAll();
   }
 

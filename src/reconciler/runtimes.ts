@@ -1,15 +1,16 @@
 import type { Runtime } from "../runtimes/interface.ts";
 
-/** The runtime every revision runs on until a revision can ask for another. */
+/** The runtime of revisions that name no listener: this server's processes and containers. */
 export const DEFAULT_RUNTIME = "local";
+/** The runtime of revisions a listener runs on its Kubernetes cluster. */
+export const REMOTE_RUNTIME = "remote";
 
 /**
- * Which runtime serves a revision. Every revision is served by `local` today; the runtime that
- * adds a second data plane stores the choice on the revision and reads it here — the one place
- * that decides it.
+ * Which runtime serves a revision: `remote` when the revision records a listener (copied from its
+ * deployment when it was made), else `local` — the one place that decides it.
  */
-export function runtimeNameOf(_revision: { id: string }): string {
-  return DEFAULT_RUNTIME;
+export function runtimeNameOf(revision: { listener_id?: string | null }): string {
+  return revision.listener_id ? REMOTE_RUNTIME : DEFAULT_RUNTIME;
 }
 
 export class UnknownRuntime extends Error {
@@ -36,7 +37,7 @@ export class Runtimes {
   }
 
   /** The runtime serving a revision. */
-  forRevision(revision: { id: string }): Runtime {
+  forRevision(revision: { listener_id?: string | null }): Runtime {
     return this.of(runtimeNameOf(revision));
   }
 

@@ -72,10 +72,12 @@ export async function envFor(
   work: RevisionWork,
 ): Promise<{ env: Record<string, string>; secrets: string[]; redisPassword: string }> {
   const env = await revisionSecrets(w, work.id);
-  Object.assign(env, await referencedSecrets(w, work));
+  // A remote data plane resolves references and runs its own database.
+  const remote = w.runtimes.of(work.runtime).remote === true;
+  if (!remote) Object.assign(env, await referencedSecrets(w, work));
   const redis = await redisPassword(w, work.deploymentId);
   const secrets = [...Object.values(env), redis];
-  if (w.appDbs) {
+  if (w.appDbs && !remote) {
     const db = await w.appDbs.provision(w.db.orm, work.deploymentId, work.resourceSpec);
     env.DATABASE_URI = db.uri;
     env.POSTGRES_URI = db.uri;

@@ -158,6 +158,7 @@ interface WorkRow {
   deployment_source_config: Record<string, unknown>;
   organization_id: string;
   active_revision_id: string | null;
+  listener_id: string | null;
 }
 
 /** A revision with what the reconciler needs of its deployment, read in one query. */
@@ -165,7 +166,7 @@ export async function loadWork(exec: Reader, revisionId: string): Promise<Revisi
   const [r] = await rows<WorkRow>(
     exec,
     sql`SELECT r.id, r.deployment_id, r.seq, r.status, r.source, r.source_revision_config, r.resource_spec,
-               r.secret_references, r.build_config, r.attempts, d.name AS deployment_name, d.deployment_type, d.status AS deployment_status,
+               r.secret_references, r.build_config, r.attempts, r.listener_id, d.name AS deployment_name, d.deployment_type, d.status AS deployment_status,
                d.source_config AS deployment_source_config, d.organization_id, d.active_revision_id
           FROM revisions r JOIN deployments d ON d.id = r.deployment_id
          WHERE r.id = ${revisionId}`,
@@ -208,22 +209,27 @@ export interface ActiveDeployment {
   active_revision_id: string;
 }
 
-/** Deployments with an active revision that are not being deleted (what a restart brings back). */
+/**
+ * Deployments with an active revision that are not being deleted and run on this server (what a
+ * restart brings back; a listener's keep running on its cluster).
+ */
 export function activeDeployments(exec: Reader): Promise<ActiveDeployment[]> {
   return rows<ActiveDeployment>(
     exec,
     sql`SELECT id, status, active_revision_id FROM deployments
-         WHERE active_revision_id IS NOT NULL AND status <> 'AWAITING_DELETE'`,
+         WHERE active_revision_id IS NOT NULL AND status <> 'AWAITING_DELETE' AND NOT remote_reconciled`,
   );
 }
 
-/** Of those, the ones whose health decides between READY and UNKNOWN. */
+/** Of all deployments, the ones whose health decides between READY and UNKNOWN, with their listener. */
 export function checkedDeployments(
   exec: Reader,
-): Promise<{ id: string; status: "READY" | "UNKNOWN"; active_revision_id: string }[]> {
+): Promise<
+  { id: string; status: "READY" | "UNKNOWN"; active_revision_id: string; listener_id: string | null }[]
+> {
   return rows(
     exec,
-    sql`SELECT id, status, active_revision_id FROM deployments
+    sql`SELECT id, status, active_revision_id, source_config->>'listener_id' AS listener_id FROM deployments
          WHERE active_revision_id IS NOT NULL AND status IN ('READY', 'UNKNOWN')`,
   );
 }

@@ -1,6 +1,7 @@
 import type { Executor } from "../db/client.ts";
 import { moveDeployment, recordLastRequest } from "../resources/deployments/store.ts";
 import type { Worker } from "./context.ts";
+import { DEFAULT_RUNTIME } from "./runtimes.ts";
 import { idleDeployments } from "./store.ts";
 
 /**
@@ -31,7 +32,8 @@ export async function noteInLog(w: Worker, revisionId: string, line: string): Pr
 /** Stores the newest request time each served deployment saw here; an UNUSED one becomes READY. */
 export async function recordTraffic(w: Worker): Promise<void> {
   for (const [deploymentId, revisionId] of w.served) {
-    const at = w.runtimes.forRevision({ id: revisionId }).lastRequestAt?.(deploymentId);
+    // Requests reach only this server's apps router: the local runtime's.
+    const at = w.runtimes.of(DEFAULT_RUNTIME).lastRequestAt?.(deploymentId);
     if (at === undefined || at <= (w.lastRequests.get(deploymentId) ?? 0)) continue;
     await recordLastRequest(w.db.orm, deploymentId, new Date(at).toISOString());
     w.lastRequests.set(deploymentId, at);

@@ -93,6 +93,11 @@ export interface ProcessInfo {
 
 export interface Runtime {
   readonly name: string;
+  /**
+   * Runs revisions elsewhere (a listener's cluster): no per-deployment database on this server's
+   * PostgreSQL, and `secret_references` are resolved by that data plane, not from local files.
+   */
+  readonly remote?: boolean;
   /** Fetches the source into a fresh per-revision directory. Throws SourceError → CREATE_FAILED. */
   prepare(spec: RevisionSpec, ctx: PhaseContext): Promise<PreparedSource>;
   /** Installs and builds. Throws BuildError → BUILD_FAILED; leaves only logs behind on failure. */

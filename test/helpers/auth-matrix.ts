@@ -21,6 +21,8 @@ export interface MatrixRoute {
    * organization, or another workspace); the first organization's admin must get 404.
    */
   otherTenantUrl?: (ctx: TestContext) => string | Promise<string>;
+  /** A listener's own route (desired state, status): only listener keys pass, so others get 403. */
+  listener?: boolean;
 }
 
 async function call(ctx: TestContext, route: MatrixRoute, headers: Record<string, string>, url?: string) {
@@ -54,6 +56,18 @@ export function authMatrix(suite: SuiteHandle, route: MatrixRoute): void {
   });
   it(`${name}: revoked key → 401`, async () => {
     expectStatus(await call(suite.ctx, route, { "x-api-key": suite.ctx.keys.revoked }), 401);
+  });
+  if (route.listener) {
+    it(`${name}: any key but a listener's own → 403`, async () => {
+      const ctx = suite.ctx;
+      for (const key of [ctx.keys.admin, ctx.keys.system, ctx.keys.viewer]) {
+        expectStatus(await call(ctx, route, { "x-api-key": key }), 403);
+      }
+    });
+    return;
+  }
+  it(`${name}: a listener's key → 403`, async () => {
+    expectStatus(await call(suite.ctx, route, { "x-api-key": suite.ctx.keys.listener }), 403);
   });
   if (write) {
     it(`${name}: viewer write → 403`, async () => {

@@ -9,6 +9,7 @@ import { Keyring } from "../../src/crypto/envelope.ts";
 import type { Database } from "../../src/db/client.ts";
 import type { App } from "../../src/http/types.ts";
 import { insertApiKey, revokeApiKey } from "../../src/resources/api-keys/service.ts";
+import { createListener } from "../../src/resources/listeners/service.ts";
 import { createOrganization } from "../../src/resources/organizations/service.ts";
 import { insertWorkspace } from "../../src/resources/workspaces/service.ts";
 import { ProcessBoard } from "../../src/runtimes/board.ts";
@@ -23,6 +24,8 @@ export interface SeededKeys {
   /** A member key bound to `workspace2`. */
   boundMember: string;
   revoked: string;
+  /** A listener's own key (role listener): every route but its listener's two answers 403. */
+  listener: string;
 }
 
 export interface TestContext {
@@ -39,6 +42,8 @@ export interface TestContext {
   /** The organization's default workspace (what unbound keys use without X-Tenant-Id). */
   workspaceId: string;
   workspace2Id: string;
+  /** The listener of `keys.listener`, in the default workspace (namespace "seeded"). */
+  listenerId: string;
   keys: SeededKeys;
   /** A second organization: its resources must be invisible (404) to the first one's keys. */
   other: { orgId: string; workspaceId: string; admin: string };
@@ -91,6 +96,18 @@ export async function createTestContext(kind: DbKind, opts: ContextOptions = {})
     (await insertApiKey(db.orm, { organizationId: orgId, role, workspaceId: workspace })).key;
   const revokedKey = await insertApiKey(db.orm, { organizationId: orgId, role: "admin" });
   await revokeApiKey(db.orm, { organizationId: orgId, boundWorkspaceId: null }, revokedKey.id);
+  const listener = await createListener(
+    db.orm,
+    { timeoutS: config.listeners.timeoutS },
+    { organizationId: orgId, workspaceId },
+    { compute_type: "k8s", compute_id: "seeded-cluster", compute_config: { k8s_namespaces: ["seeded"] } },
+  );
+  const listenerKey = await insertApiKey(db.orm, {
+    organizationId: orgId,
+    role: "listener",
+    workspaceId,
+    listenerId: listener.id,
+  });
   const keys: SeededKeys = {
     system: org.api_key.key,
     admin: await mk("admin"),
@@ -98,6 +115,7 @@ export async function createTestContext(kind: DbKind, opts: ContextOptions = {})
     viewer: await mk("viewer"),
     boundMember: await mk("member", ws2.id),
     revoked: revokedKey.key,
+    listener: listenerKey.key,
   };
   const otherOrg = await createOrganization(db.orm, { name: "globex" });
 
@@ -112,6 +130,7 @@ export async function createTestContext(kind: DbKind, opts: ContextOptions = {})
     orgId,
     workspaceId,
     workspace2Id: ws2.id,
+    listenerId: listener.id,
     keys,
     other: {
       orgId: otherOrg.id,

@@ -73,6 +73,11 @@ export const revisions = pgTable("revisions", {
   leaseExpiresAt: ts("lease_expires_at"),
   /** Faults retried with back-off; after a few the revision fails (migration 0005). */
   attempts: integer("attempts").notNull().default(0),
+  /** The listener that serves the revision, the image built for it, its last report (migration 0011). */
+  listenerId: uuid("listener_id"),
+  imageRef: text("image_ref"),
+  remoteState: text("remote_state"),
+  remoteReason: text("remote_reason"),
   createdAt: ts("created_at").notNull().defaultNow(),
   updatedAt: ts("updated_at").notNull().defaultNow(),
   /** The API record as JSON text: a generated column, defined in migration 0008. */

@@ -31,6 +31,9 @@ export const apiKeys = pgTable("api_keys", {
   keyHash: text("key_hash").notNull(),
   createdAt: createdAt(),
   revokedAt: timestamp("revoked_at", { withTimezone: true }),
+  /** Set exactly for role `listener` (migration 0011): the listener the key acts for. */
+  listenerId: uuid("listener_id"),
 });
 
-export type Role = "admin" | "member" | "viewer";
+/** `listener` keys reach only their listener's desired-state and status routes. */
+export type Role = "admin" | "member" | "viewer" | "listener";

@@ -4,5 +4,6 @@ export * from "./codehost.ts";
 export * from "./deployments.ts";
 export * from "./events.ts";
 export * from "./identity.ts";
+export * from "./listeners.ts";
 export * from "./oauth.ts";
 export * from "./reconciler.ts";

@@ -3,6 +3,7 @@ import type { Role } from "../../db/schema/identity.ts";
 import type { OrganizationCaller } from "../../http/auth.ts";
 import { forbidden, invalid, notFound } from "../../http/errors.ts";
 import { iso } from "../../http/schemas.ts";
+import { listenerOfOrganization } from "../listeners/store.ts";
 import { isWorkspaceOf } from "../workspaces/store.ts";
 import { displayPrefix, generateApiKey, hashApiKey } from "./key-material.ts";
 import type { ApiKey, ApiKeyCreated } from "./schema.ts";
@@ -14,6 +15,7 @@ export function toApiKey(row: Row): ApiKey {
     organization_id: row.organizationId,
     workspace_id: row.workspaceId,
     role: row.role,
+    listener_id: row.listenerId,
     is_system: row.isSystem,
     description: row.description,
     prefix: row.prefix,
@@ -26,6 +28,8 @@ export interface NewKey {
   organizationId: string;
   role: Role;
   workspaceId?: string | null;
+  /** Set exactly for role `listener`. */
+  listenerId?: string | null;
   description?: string;
   isSystem?: boolean;
   /** A chosen key value (bootstrap); otherwise one is generated. */
@@ -38,6 +42,7 @@ export async function insertApiKey(exec: Executor, input: NewKey): Promise<ApiKe
   const row = await insertApiKeyRow(exec, {
     organizationId: input.organizationId,
     workspaceId: input.workspaceId ?? null,
+    listenerId: input.listenerId ?? null,
     role: input.role,
     isSystem: input.isSystem ?? false,
     description: input.description ?? "",
@@ -53,8 +58,12 @@ type Caller = OrganizationCaller;
 export async function createApiKey(
   exec: Executor,
   caller: Caller,
-  body: { role: Role; description?: string; workspace_id?: string | null },
+  body: { role: Role; description?: string; workspace_id?: string | null; listener_id?: string | null },
 ): Promise<ApiKeyCreated> {
+  if (body.role === "listener") return createListenerKey(exec, caller, body);
+  if (isSet(body.listener_id)) {
+    throw invalid(["body", "listener_id"], "Only a key of role listener names a listener_id.");
+  }
   const workspaceId = body.workspace_id ?? caller.boundWorkspaceId;
   if (caller.boundWorkspaceId !== null && workspaceId !== caller.boundWorkspaceId) {
     throw forbidden("A workspace-bound API key can only create keys bound to the same workspace.");
@@ -66,6 +75,33 @@ export async function createApiKey(
     organizationId: caller.organizationId,
     role: body.role,
     workspaceId,
+    description: body.description ?? "",
+  });
+}
+
+const isSet = (v: unknown): v is string => v !== undefined && v !== null;
+
+/** A listener's key: bound to the listener's workspace, which the caller's key must reach. */
+async function createListenerKey(
+  exec: Executor,
+  caller: Caller,
+  body: { description?: string; workspace_id?: string | null; listener_id?: string | null },
+): Promise<ApiKeyCreated> {
+  if (!isSet(body.listener_id)) {
+    throw invalid(["body", "listener_id"], "A key of role listener needs the listener_id it acts for.");
+  }
+  const listener = await listenerOfOrganization(exec, caller.organizationId, body.listener_id);
+  if (!listener || (caller.boundWorkspaceId !== null && listener.workspace_id !== caller.boundWorkspaceId)) {
+    throw invalid(["body", "listener_id"], `Listener ID ${body.listener_id} not found.`);
+  }
+  if (isSet(body.workspace_id) && body.workspace_id.toLowerCase() !== listener.workspace_id) {
+    throw invalid(["body", "workspace_id"], "A listener's key is bound to the listener's workspace.");
+  }
+  return insertApiKey(exec, {
+    organizationId: caller.organizationId,
+    role: "listener",
+    workspaceId: listener.workspace_id,
+    listenerId: listener.id,
     description: body.description ?? "",
   });
 }

@@ -48,12 +48,19 @@ export async function apiKeyExists(exec: Executor, keyHash: string): Promise<boo
   return row !== undefined;
 }
 
+/** The keys of a listener (deleted with it: their ids leave every auth cache). */
+export async function listenerKeyIds(exec: Executor, listenerId: string): Promise<string[]> {
+  const found = await exec.select({ id: apiKeys.id }).from(apiKeys).where(eq(apiKeys.listenerId, listenerId));
+  return found.map((r) => r.id);
+}
+
 /** What authentication needs to know about a key, read in one statement. */
 export interface KeyRow {
   id: string;
   organization_id: string;
   workspace_id: string | null;
   role: Role;
+  listener_id: string | null;
   is_system: boolean;
   revoked: boolean;
   default_workspace_id: string | null;
@@ -68,7 +75,7 @@ export async function keyByHash(
 ): Promise<KeyRow | undefined> {
   const [row] = await rows<KeyRow>(
     exec,
-    sql`SELECT k.id, k.organization_id, k.workspace_id, k.role, k.is_system,
+    sql`SELECT k.id, k.organization_id, k.workspace_id, k.role, k.listener_id, k.is_system,
                (k.revoked_at IS NOT NULL) AS revoked, o.default_workspace_id,
                (SELECT w.id FROM workspaces w WHERE w.id = ${tenant}::uuid AND w.organization_id = k.organization_id)
                  AS requested_workspace

@@ -9,6 +9,7 @@ import { conflict, ValidationFailed, type ValidationItem } from "../../http/erro
 import { attachTracingProject } from "../tracing-projects/store.ts";
 import { verifyUploadedTarball } from "../uploads/verify.ts";
 import { claimIdempotencyKey, requestHash, saveIdempotentResponse } from "./idempotency.ts";
+import { checkListener } from "./listener-rules.ts";
 import { resolveResourceSpec, specOf } from "./resource-spec.ts";
 import { insertRevision } from "./revision-writer.ts";
 import {
@@ -27,6 +28,7 @@ import {
   checkSecretReferencesFor,
   checkSourceConfig,
   hasArtifacts,
+  namespaceOf,
   verifyCodehost,
 } from "./source-rules.ts";
 import { insertDeployment, type LockedDeployment, type StoredRecord } from "./store.ts";
@@ -42,7 +44,8 @@ export const appUrl = (apps: Pick<Config["apps"], "domain" | "port">, name: stri
   `http://${name}.${apps.domain}:${apps.port}`;
 
 /** What a create reads from the config: the code host (to verify the source) and where apps are served. */
-export type CreateConfig = CodehostConfig & Pick<Config, "apps">;
+export type CreateConfig = CodehostConfig &
+  Pick<Config, "apps"> & { listeners: Pick<Config["listeners"], "registryUrl"> };
 
 function deploymentTypeOf(body: CreateDeploymentBody, items: ValidationItem[]): DeploymentType {
   const top = body.deployment_type ?? null;
@@ -80,7 +83,12 @@ export async function createDeployment(
   const items: ValidationItem[] = [];
   const deploymentType = deploymentTypeOf(body, items);
   items.push(...checkName(body.name));
-  items.push(...checkSourceConfig(body.source, sc, { create: true }));
+  items.push(
+    ...checkSourceConfig(body.source, sc, {
+      create: true,
+      registry: config.listeners.registryUrl !== undefined,
+    }),
+  );
   items.push(...checkRevisionConfig(body.source, values, { withArtifact: makesRevision }));
   items.push(...checkSecrets(secrets, { knownNames: new Set() }));
   items.push(...checkSecretReferencesFor(body.source, refs, new Set(secrets.map((s) => s.name))));
@@ -109,6 +117,14 @@ export async function createDeployment(
     if (idempotencyKey !== undefined) {
       const prior = await claimIdempotencyKey(tx, caller.workspaceId, idempotencyKey, hash);
       if (prior) return { kind: "replay" as const, body: prior.body as Deployment };
+    }
+    if (isSet(sc.listener_id)) {
+      await checkListener(
+        tx,
+        caller.workspaceId,
+        String(sc.listener_id).toLowerCase(),
+        namespaceOf(sc.listener_config),
+      );
     }
     const id = randomUUID();
     const now = new Date();

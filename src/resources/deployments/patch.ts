@@ -20,11 +20,13 @@ import {
 import type { PatchDeploymentBody, Secret, Source } from "./schema.ts";
 import { decryptPendingSecrets, nextSecrets, sealSecrets, unmask } from "./secrets.ts";
 import {
+  builtForListener,
   checkBuildOnPush,
   checkRevisionConfig,
   checkSecretReferencesFor,
   checkSourceConfig,
   keepAllowed,
+  needsRegistry,
   verifyCodehost,
 } from "./source-rules.ts";
 import {
@@ -91,7 +93,7 @@ function sameImmutable(field: string, sent: unknown, current: unknown): boolean 
  * immutable fields or a deployment being deleted, 422 for field rules. Pure, so it runs once
  * before the transaction (to know what to verify with the code host) and again under the lock.
  */
-function planPatch(state: State, body: PatchDeploymentBody): Plan {
+function planPatch(state: State, body: PatchDeploymentBody, registry: boolean): Plan {
   const d = state.deployment;
   if (d.status === "AWAITING_DELETE") throw badRequest("The deployment is being deleted.");
   const sc = body.source_config ?? {};
@@ -109,6 +111,7 @@ function planPatch(state: State, body: PatchDeploymentBody): Plan {
     create: false,
     currentCustomUrl: d.source_config.custom_url,
     currentListenerId: d.source_config.listener_id,
+    registry,
   });
   if (items.length > 0) throw new ValidationFailed(items);
   for (const field of IMMUTABLE_FIELDS) {
@@ -149,6 +152,9 @@ function planPatch(state: State, body: PatchDeploymentBody): Plan {
     for (const f of REVISION_FIELDS) if (sentValues[f] !== null) values[f] = sentValues[f];
 
     items.push(...checkRevisionConfig(revSource, values, { withArtifact: true }));
+    if (isSet(d.source_config.listener_id) && builtForListener(revSource) && !registry) {
+      items.push({ loc: ["body", "revision_source"], msg: needsRegistry(revSource), type: "value_error" });
+    }
     if (
       revSource === "codehost" &&
       (!isSet(d.source_config.integration_id) || !isSet(d.source_config.repo_url))
@@ -220,16 +226,17 @@ export interface PatchResult {
 export async function patchDeployment(
   db: Database,
   keyring: Keyring,
-  config: CodehostConfig,
+  config: CodehostConfig & { listeners: { registryUrl: string | undefined } },
   caller: WorkspaceCaller,
   id: string,
   body: PatchDeploymentBody,
   ifMatch: string | undefined,
 ): Promise<PatchResult> {
+  const registry = config.listeners.registryUrl !== undefined;
   let verified: Plan["codehostCheck"] = null;
   if (isSet(body.source_revision_config?.repo_ref)) {
     // The host check cannot run inside the transaction (it is slow and uses its own connection).
-    const plan = planPatch(await readState(db, caller, id, false), body);
+    const plan = planPatch(await readState(db, caller, id, false), body, registry);
     if (plan.codehostCheck) {
       await verifyCodehost(db.orm, config, caller.organizationId, plan.codehostCheck);
       verified = plan.codehostCheck;
@@ -240,7 +247,7 @@ export async function patchDeployment(
     const state = await readState(tx, caller, id, true);
     const d = state.deployment;
     if (ifMatch !== undefined) checkIfMatch(ifMatch, d.etag);
-    const plan = planPatch(state, body);
+    const plan = planPatch(state, body, registry);
     if (plan.codehostCheck && !isDeepStrictEqual(plan.codehostCheck, verified)) {
       throw new Error("codehost source changed between the check and the write");
     }

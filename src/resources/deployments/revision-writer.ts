@@ -82,6 +82,8 @@ export async function insertRevision(
         install_command: s(deployment.source_config.install_command),
         build_command: s(deployment.source_config.build_command),
       },
+      // A deployment's listener is immutable, so its revisions record it once (runtimeNameOf reads it).
+      listenerId: s(deployment.source_config.listener_id),
       at,
     }),
     insertSecrets:

@@ -33,6 +33,7 @@ interface FieldPolicy<F extends string> {
 }
 
 const BUILD_COMMANDS = ["install_command", "build_command"] as const;
+const LISTENER_FIELDS = ["listener_id", "listener_config"] as const;
 
 const DEPLOYMENT_POLICY: Record<Source, FieldPolicy<InPlaceField>> = {
   codehost: {
@@ -41,9 +42,12 @@ const DEPLOYMENT_POLICY: Record<Source, FieldPolicy<InPlaceField>> = {
   },
   internal_source: { required: [], allowed: [...BUILD_COMMANDS] },
   internal_template: { required: [], allowed: [...BUILD_COMMANDS] },
-  internal_docker: { required: [], allowed: [] },
-  external_docker: { required: [], allowed: ["custom_url", "listener_id", "listener_config"] },
+  internal_docker: { required: [], allowed: [...LISTENER_FIELDS] },
+  external_docker: { required: [], allowed: ["custom_url", ...LISTENER_FIELDS] },
 };
+
+/** Sources a listener runs only as an image this server builds and pushes to SLIPWAY_REGISTRY_URL. */
+const BUILT_FOR_LISTENER: ReadonlySet<Source> = new Set(["codehost", "internal_source", "internal_template"]);
 
 const REVISION_POLICY: Record<Source, FieldPolicy<RevisionField>> = {
   codehost: {
@@ -81,7 +85,7 @@ export const hasArtifacts = (source: Source, values: RevisionValues): boolean =>
 export function checkSourceConfig(
   source: Source,
   sent: Partial<Record<InPlaceField, unknown>>,
-  opts: { create: boolean; currentCustomUrl?: unknown; currentListenerId?: unknown },
+  opts: { create: boolean; currentCustomUrl?: unknown; currentListenerId?: unknown; registry?: boolean },
 ): ValidationItem[] {
   const policy = DEPLOYMENT_POLICY[source];
   const items: ValidationItem[] = [];
@@ -92,6 +96,11 @@ export function checkSourceConfig(
       continue;
     }
     if (policy.allowed.includes(field)) continue;
+    if (field === "listener_id" && BUILT_FOR_LISTENER.has(source)) {
+      if (!opts.registry) items.push(item([...SC, field], needsRegistry(source)));
+      continue;
+    }
+    if (field === "listener_config" && BUILT_FOR_LISTENER.has(source)) continue;
     if (field === "custom_url") {
       // A client that sends back the record it read is not changing anything.
       if (!opts.create && value === opts.currentCustomUrl) continue;
@@ -108,10 +117,40 @@ export function checkSourceConfig(
     items.push(item([...SC, "custom_url"], "Must be an absolute http or https URL."));
   }
   const listenerId = isSet(sent.listener_id) ? sent.listener_id : opts.currentListenerId;
-  if (isSet(sent.listener_config) && policy.allowed.includes("listener_config") && !isSet(listenerId)) {
+  const takesListener = policy.allowed.includes("listener_config") || BUILT_FOR_LISTENER.has(source);
+  if (isSet(sent.listener_config) && takesListener && !isSet(listenerId)) {
     items.push(item([...SC, "listener_config"], "Needs listener_id."));
   }
+  const listenerRefused = items.some((i) => i.loc.join(".") === [...SC, "listener_id"].join("."));
+  if (
+    opts.create &&
+    isSet(sent.listener_id) &&
+    !listenerRefused &&
+    namespaceOf(sent.listener_config) === null
+  ) {
+    items.push(
+      item(
+        [...SC, "listener_config", "k8s_namespace"],
+        "Required with listener_id: the namespace to run in.",
+      ),
+    );
+  }
   return items;
+}
+
+/** Why a source that must be built cannot be run by a listener here. */
+export const needsRegistry = (source: Source) =>
+  `A listener runs source ${source} only as an image this server builds and pushes to its registry, ` +
+  "and none is configured (SLIPWAY_REGISTRY_URL).";
+
+/** Whether a revision of `source` run by a listener is built into an image here first. */
+export const builtForListener = (source: Source) => BUILT_FOR_LISTENER.has(source);
+
+/** `listener_config.k8s_namespace` of a sent or stored source_config. */
+export function namespaceOf(listenerConfig: unknown): string | null {
+  if (!listenerConfig || typeof listenerConfig !== "object") return null;
+  const ns = (listenerConfig as { k8s_namespace?: unknown }).k8s_namespace;
+  return typeof ns === "string" && ns !== "" ? ns : null;
 }
 
 function isHttpUrl(raw: string): boolean {

@@ -517,3 +517,30 @@ export const deploymentEnvelopes = (exec: Executor): EnvelopeColumn[] => [
   envelopeColumn(exec, deployments, deployments.databasePasswordEnc),
   envelopeColumn(exec, deployments, deployments.redisPasswordEnc),
 ];
+// ── deployments served by listeners ──────────────────────────────────────────────────────────
+
+export interface ListenerDeploymentRow {
+  id: string;
+  name: string;
+  namespace: string | null;
+  status: DeploymentStatus;
+}
+
+/** The deployments a listener serves (every row still there, AWAITING_DELETE included). */
+export function listenerDeploymentRows(exec: Reader, listenerId: string): Promise<ListenerDeploymentRow[]> {
+  return rows<ListenerDeploymentRow>(
+    exec,
+    sql`SELECT id, name, source_config->'listener_config'->>'k8s_namespace' AS namespace, status
+          FROM deployments WHERE source_config->>'listener_id' = ${listenerId.toLowerCase()}
+         ORDER BY name, id`,
+  );
+}
+
+/** The listener that serves a deployment, if any. */
+export async function listenerOfDeployment(exec: Reader, id: string): Promise<string | undefined> {
+  const [row] = await rows<{ listener_id: string | null }>(
+    exec,
+    sql`SELECT source_config->>'listener_id' AS listener_id FROM deployments WHERE id = ${id}`,
+  );
+  return row?.listener_id ?? undefined;
+}

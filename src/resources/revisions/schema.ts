@@ -43,8 +43,8 @@ export const ListRevisionsQuery = Type.Object({
   remote_reconciled: Type.Optional(
     Type.Boolean({
       description:
-        "Revisions applied by a remote listener (true) or not (false). Every revision here is run by " +
-        "this server's own reconciler, so `true` matches none and `false` matches all.",
+        "Revisions applied by a listener on a Kubernetes cluster (true) or run by this server's own " +
+        "runtime (false).",
     }),
   ),
 });

@@ -26,10 +26,9 @@ export async function listRevisions(
           (s) => (REVISION_STATUSES as readonly string[]).includes(s),
           `a revision status (${REVISION_STATUSES.join(", ")})`,
         );
-  // No revision is applied by a remote listener (there are none yet): `true` matches nothing.
   const page = await revisionPage(exec, workspaceId, deploymentId, {
     statuses,
-    none: q.remote_reconciled === true,
+    remote: q.remote_reconciled,
     limit: q.limit,
     offset: q.offset,
   });

@@ -2,7 +2,7 @@ import { type SQL, sql } from "drizzle-orm";
 import { type Executor, inTransaction, type Reader, rows } from "../../db/client.ts";
 import { type EnvelopeColumn, envelopeColumn } from "../../db/envelopes.ts";
 import { revisionSecrets, type StatusChange } from "../../db/schema/deployments.ts";
-import { fromNow, sqlList } from "../../db/sql.ts";
+import { fromNow, sqlList, uuidList } from "../../db/sql.ts";
 import {
   assertTransition,
   isTerminal,
@@ -18,10 +18,10 @@ import { emit } from "../events/emit.ts";
  * reconciler/store.ts). Every status change goes through `writeRevisionStatus`.
  */
 
-/** What a list page needs of the query: statuses narrow, `none` matches nothing. */
+/** What a list page needs of the query: statuses narrow; `remote` keeps listener-served (or other) ones. */
 export interface RevisionPage {
   statuses?: readonly string[];
-  none?: boolean;
+  remote?: boolean;
   limit: number;
   offset: number;
 }
@@ -39,7 +39,9 @@ export async function revisionPage(
 ): Promise<{ body: string; count: number }> {
   const where: SQL[] = [sql`d.workspace_id = ${workspaceId}`, sql`r.deployment_id = ${deploymentId}`];
   if (page.statuses !== undefined) where.push(sql`r.status IN (${sqlList(page.statuses)})`);
-  if (page.none) where.push(sql`false`);
+  if (page.remote !== undefined) {
+    where.push(page.remote ? sql`r.listener_id IS NOT NULL` : sql`r.listener_id IS NULL`);
+  }
   const [row] = await rows<{ body: string; count: number }>(
     exec,
     sql`SELECT '{"resources":[' || coalesce(string_agg(p.record, ',' ORDER BY p.seq DESC), '')
@@ -114,6 +116,8 @@ export interface NewRevision {
   resourceSpec: Record<string, unknown> | null;
   secretReferences: SecretReference[] | null;
   buildConfig: Record<string, unknown>;
+  /** The listener that serves it, or null for this server's own runtime. */
+  listenerId: string | null;
   /** Creation time, also the time of its first status (QUEUED). */
   at: string;
 }
@@ -126,10 +130,10 @@ export function insertRevisionStatement(r: NewRevision): SQL {
   const history: StatusChange[] = [{ status: "QUEUED", at: r.at }];
   const json = (v: unknown) => (v === null ? null : JSON.stringify(v));
   return sql`INSERT INTO revisions (id, deployment_id, seq, status, source, source_revision_config, resource_spec,
-                               secret_references, build_config, status_history, created_at, updated_at)
+                               secret_references, build_config, listener_id, status_history, created_at, updated_at)
         VALUES (${r.id}::uuid, ${r.deploymentId}::uuid, ${r.seq}::int, 'QUEUED', ${r.source}::text,
                 ${JSON.stringify(r.sourceRevisionConfig)}::jsonb, ${json(r.resourceSpec)}::jsonb,
-                ${json(r.secretReferences)}::jsonb, ${JSON.stringify(r.buildConfig)}::jsonb,
+                ${json(r.secretReferences)}::jsonb, ${JSON.stringify(r.buildConfig)}::jsonb, ${r.listenerId}::uuid,
                 ${JSON.stringify(history)}::jsonb, ${r.at}::timestamptz, ${r.at}::timestamptz)`;
 }
 
@@ -356,4 +360,100 @@ export const revisionEnvelopes = (exec: Executor): EnvelopeColumn[] => [
  */
 export function secretContextId(row: { id: string; name: string; deployment_id: string | null }): string {
   return row.deployment_id === null ? row.id : `${row.deployment_id}/${row.name}`;
+}
+
+// ── revisions served by listeners ────────────────────────────────────────────────────────────
+
+/**
+ * What a listener should run: per deployment of it that is not being deleted, the newest revision
+ * that is rolling out (DEPLOYING) or serves (DEPLOYED). A failed or interrupted rollout drops out,
+ * so the previous revision is desired again.
+ */
+export function desiredPairs(
+  exec: Reader,
+  listenerId: string,
+): Promise<{ deployment_id: string; revision_id: string }[]> {
+  return rows(
+    exec,
+    sql`SELECT DISTINCT ON (r.deployment_id) r.deployment_id, r.id AS revision_id
+          FROM revisions r JOIN deployments d ON d.id = r.deployment_id
+         WHERE r.listener_id = ${listenerId} AND r.status IN ('DEPLOYING', 'DEPLOYED')
+           AND d.status <> 'AWAITING_DELETE'
+         ORDER BY r.deployment_id, r.seq DESC`,
+  );
+}
+
+export interface RemoteRevisionRow {
+  revision_id: string;
+  deployment_id: string;
+  name: string;
+  deployment_type: string;
+  namespace: string | null;
+  source: Source;
+  source_revision_config: Record<string, unknown>;
+  image_ref: string | null;
+  resource_spec: Record<string, unknown> | null;
+  secret_references: SecretReference[] | null;
+}
+
+/** What a listener is told of each revision it should run. */
+export function remoteRevisionRows(
+  exec: Reader,
+  revisionIds: readonly string[],
+): Promise<RemoteRevisionRow[]> {
+  if (revisionIds.length === 0) return Promise.resolve([]);
+  return rows<RemoteRevisionRow>(
+    exec,
+    sql`SELECT r.id AS revision_id, r.deployment_id, d.name, d.deployment_type,
+               d.source_config->'listener_config'->>'k8s_namespace' AS namespace, r.source,
+               r.source_revision_config, r.image_ref, r.resource_spec, r.secret_references
+          FROM revisions r JOIN deployments d ON d.id = r.deployment_id
+         WHERE r.id IN (${uuidList(revisionIds)})
+         ORDER BY d.name, d.id`,
+  );
+}
+
+/** Of these ids, those of revisions the listener serves. */
+export async function revisionsOfListener(
+  exec: Reader,
+  listenerId: string,
+  revisionIds: readonly string[],
+): Promise<Set<string>> {
+  if (revisionIds.length === 0) return new Set();
+  const found = await rows<{ id: string }>(
+    exec,
+    sql`SELECT id FROM revisions WHERE listener_id = ${listenerId} AND id IN (${uuidList(revisionIds)})`,
+  );
+  return new Set(found.map((r) => r.id));
+}
+
+/** The listener's last report of a revision (the worker rolling it out waits for one). */
+export async function recordRemoteState(
+  exec: Executor,
+  revisionId: string,
+  state: string,
+  reason: string | null,
+): Promise<void> {
+  await exec.execute(
+    sql`UPDATE revisions SET remote_state = ${state}, remote_reason = ${reason} WHERE id = ${revisionId}`,
+  );
+}
+
+export async function remoteState(
+  exec: Reader,
+  revisionId: string,
+): Promise<
+  { remote_state: string | null; remote_reason: string | null; listener_id: string | null } | undefined
+> {
+  const [row] = await rows<{
+    remote_state: string | null;
+    remote_reason: string | null;
+    listener_id: string | null;
+  }>(exec, sql`SELECT remote_state, remote_reason, listener_id FROM revisions WHERE id = ${revisionId}`);
+  return row;
+}
+
+/** The image a revision was built into and pushed as (sources that are not images, run by a listener). */
+export async function recordImageRef(exec: Executor, revisionId: string, imageRef: string): Promise<void> {
+  await exec.execute(sql`UPDATE revisions SET image_ref = ${imageRef} WHERE id = ${revisionId}`);
 }

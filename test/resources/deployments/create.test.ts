@@ -169,12 +169,12 @@ forEachDatabase(
       ]);
       const withListener = await createDocker(suite.ctx, {
         source_config: {
-          listener_id: "6f1c3a36-7f5e-4d55-9d2b-1f1f0e0e0e0e",
-          listener_config: { k8s_namespace: "apps" },
+          listener_id: suite.ctx.listenerId,
+          listener_config: { k8s_namespace: "seeded" },
         },
       });
-      assert.deepEqual(withListener.source_config.listener_config, { k8s_namespace: "apps" });
-      assert.equal(withListener.source_config.listener_id, "6f1c3a36-7f5e-4d55-9d2b-1f1f0e0e0e0e");
+      assert.deepEqual(withListener.source_config.listener_config, { k8s_namespace: "seeded" });
+      assert.equal(withListener.source_config.listener_id, suite.ctx.listenerId);
     });
 
     it("internal_docker: no image → no revision; with an image → a revision; custom_url is the server's", async () => {
@@ -211,10 +211,11 @@ forEachDatabase(
         secret_references: [{ name: "X", secret_name: "s", secret_key: "k" }],
         source_revision_config: { repo_ref: "main" },
       });
+      // internal_docker may name a listener (it runs its image), but only with a namespace.
       assert.deepEqual(locs(bad).sort(), [
         "body.secret_references",
         "body.source_config.custom_url",
-        "body.source_config.listener_id",
+        "body.source_config.listener_config.k8s_namespace",
         "body.source_revision_config.repo_ref",
       ]);
     });

@@ -17,8 +17,6 @@ interface Page {
   offset: number;
 }
 
-const LISTENER = "6f1c3a36-7f5e-4d55-9d2b-1f1f0e0e0e0e";
-
 forEachDatabase("GET /v2/deployments", (suite) => {
   // Every deployment of this file lives in its own workspace, so the expected sets are exact.
   let ws = "";
@@ -52,6 +50,15 @@ forEachDatabase("GET /v2/deployments", (suite) => {
     );
     assert.equal(created.status, 201);
     ws = created.body.id;
+    const listener = await call<{ id: string }>(
+      ctx,
+      "POST",
+      "/v2/listeners",
+      { compute_type: "k8s", compute_id: "listing", compute_config: { k8s_namespaces: ["apps"] } },
+      { key: ctx.keys.admin, headers: { "x-tenant-id": ws } },
+    );
+    assert.equal(listener.status, 201, JSON.stringify(listener.body));
+    const onListener = { listener_id: listener.body.id, listener_config: { k8s_namespace: "apps" } };
     for (let i = 0; i < 25; i++) {
       const d = await createDocker(
         ctx,
@@ -59,7 +66,7 @@ forEachDatabase("GET /v2/deployments", (suite) => {
           name: `${i % 2 === 0 ? "alpha" : "beta"}-${String(i).padStart(2, "0")}`,
           deployment_type: i % 5 === 0 ? "prod" : "dev",
           image_version: i % 3 === 0 ? "v2" : "v1",
-          ...(i % 4 === 0 ? { source_config: { listener_id: LISTENER } } : {}),
+          ...(i % 4 === 0 ? { source_config: onListener } : {}),
         },
         { headers: { "x-tenant-id": ws } },
       );

@@ -293,8 +293,8 @@ forEachDatabase(
       const d = await createCodehost();
       const docker = await createDocker(suite.ctx, {
         source_config: {
-          listener_id: "6f1c3a36-7f5e-4d55-9d2b-1f1f0e0e0e0e",
-          listener_config: { k8s_namespace: "a" },
+          listener_id: suite.ctx.listenerId,
+          listener_config: { k8s_namespace: "seeded" },
         },
       });
       const cases: [Deployment, object][] = [

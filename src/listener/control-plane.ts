@@ -1,0 +1,70 @@
+// The listener's only connection: outbound HTTP to the control plane (long-polled desired state,
+// status reports). See README "Running on Kubernetes" for the protocol.
+import type { DesiredState, RevisionReport } from "./types.ts";
+
+export class ControlPlaneError extends Error {
+  constructor(
+    message: string,
+    readonly status?: number,
+  ) {
+    super(message);
+  }
+}
+
+export interface ControlPlaneOptions {
+  url: string;
+  apiKey: string;
+  listenerId: string;
+}
+
+export class ControlPlane {
+  constructor(private readonly o: ControlPlaneOptions) {}
+
+  private endpoint(path: string): string {
+    return `${this.o.url.replace(/\/$/, "")}/v2/listeners/${encodeURIComponent(this.o.listenerId)}/${path}`;
+  }
+
+  private async request(path: string, init: RequestInit, signal?: AbortSignal): Promise<Response> {
+    let res: Response;
+    try {
+      res = await fetch(this.endpoint(path), {
+        ...init,
+        signal,
+        headers: { ...(init.headers ?? {}), authorization: `Bearer ${this.o.apiKey}` },
+      });
+    } catch (err) {
+      if (signal?.aborted) throw err;
+      throw new ControlPlaneError(
+        `control plane unreachable: ${err instanceof Error ? err.message : String(err)}`,
+      );
+    }
+    if (!res.ok) {
+      const text = await res.text().catch(() => "");
+      throw new ControlPlaneError(
+        `${init.method ?? "GET"} ${path} answered ${res.status}: ${text.slice(0, 500)}`,
+        res.status,
+      );
+    }
+    return res;
+  }
+
+  /** Long poll: answers at once when the version is past `after`, else when it changes or `wait` ends. */
+  async desired(after: number, waitSeconds: number, signal?: AbortSignal): Promise<DesiredState> {
+    const res = await this.request(`desired?after=${after}&wait=${waitSeconds}`, { method: "GET" }, signal);
+    const body = (await res.json()) as DesiredState;
+    if (typeof body.version !== "number" || !Array.isArray(body.deployments)) {
+      throw new ControlPlaneError("desired state answer is not {version, deployments}");
+    }
+    return body;
+  }
+
+  /** Reports revision states; an empty list is a heartbeat. */
+  async report(revisions: RevisionReport[]): Promise<void> {
+    const res = await this.request("status", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ revisions }),
+    });
+    await res.arrayBuffer();
+  }
+}

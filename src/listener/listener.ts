@@ -1,0 +1,282 @@
+import { randomBytes } from "node:crypto";
+import { KubeConfig } from "@kubernetes/client-node";
+import { Cluster, ClusterError } from "./cluster.ts";
+import { ControlPlane, type ControlPlaneOptions } from "./control-plane.ts";
+import { LABEL_INSTANCE, LABEL_REVISION } from "./manifests/common.ts";
+import { manifestsFor, names, type Passwords, partsOf } from "./manifests/index.ts";
+import { revisionState } from "./rollout.ts";
+import type { DesiredDeployment, DesiredState, K8sObject, ManifestOptions, RevisionReport } from "./types.ts";
+
+export interface ListenerOptions {
+  controlPlane: ControlPlaneOptions;
+  /** Path of a kubeconfig; without it, in-cluster config or KUBECONFIG / ~/.kube/config. */
+  kubeconfig?: string;
+  manifests: Omit<ManifestOptions, "listenerId">;
+  /** Host `<name>.<domain>` for deployments the control plane gives no host. */
+  domain?: string;
+  /** Namespaces to prune in even when no desired deployment names them. */
+  namespaces: string[];
+  waitSeconds: number;
+  resyncMs: number;
+  heartbeatMs: number;
+  log: (line: string) => void;
+}
+
+const objectKey = (o: K8sObject) => `${o.apiVersion}/${o.kind}/${o.metadata.namespace}/${o.metadata.name}`;
+const sleep = (ms: number, signal: AbortSignal) =>
+  new Promise<void>((resolve) => {
+    const done = () => {
+      clearTimeout(t);
+      signal.removeEventListener("abort", done);
+      resolve();
+    };
+    const t = setTimeout(done, ms);
+    signal.addEventListener("abort", done, { once: true });
+  });
+
+export class Listener {
+  private readonly cp: ControlPlane;
+  private readonly cluster: Cluster;
+  private readonly abort = new AbortController();
+  private version = 0;
+  private desired: DesiredDeployment[] = [];
+  private readonly namespaces: Set<string>;
+  /** Last state sent per revision ("state\0reason"), so only changes are posted. */
+  private readonly reported = new Map<string, string>();
+  private readonly failedApply = new Map<string, string>();
+  private readonly watches = new Map<string, AbortController>();
+  private readonly passwords = new Map<string, string>();
+  private lastContact = 0;
+  private reconcileNeeded = false;
+  private evaluating: Promise<void> | undefined;
+  private evaluateAgain = false;
+  private timers: NodeJS.Timeout[] = [];
+
+  constructor(private readonly o: ListenerOptions) {
+    this.cp = new ControlPlane(o.controlPlane);
+    const kc = new KubeConfig();
+    if (o.kubeconfig) kc.loadFromFile(o.kubeconfig);
+    else kc.loadFromDefault();
+    this.cluster = new Cluster(kc);
+    this.namespaces = new Set(o.namespaces);
+  }
+
+  /** Runs until stop(): the long-poll loop, with resync and heartbeat timers beside it. */
+  async run(): Promise<void> {
+    this.timers.push(setInterval(() => this.resync(), this.o.resyncMs));
+    this.timers.push(setInterval(() => this.heartbeat(), Math.max(1000, Math.floor(this.o.heartbeatMs / 3))));
+    let first = true;
+    let backoff = 1000;
+    while (!this.abort.signal.aborted) {
+      try {
+        const state = await this.cp.desired(
+          first ? 0 : this.version,
+          first ? 0 : this.o.waitSeconds,
+          this.abort.signal,
+        );
+        this.lastContact = Date.now();
+        backoff = 1000;
+        if (first || state.version !== this.version || this.reconcileNeeded) await this.reconcile(state);
+        first = false;
+        if (this.reconcileNeeded) {
+          // The cluster did not take the objects: the next poll answers at once, so wait first.
+          await sleep(backoff, this.abort.signal);
+          backoff = Math.min(backoff * 2, 30_000);
+        }
+      } catch (err) {
+        if (this.abort.signal.aborted) break;
+        this.o.log(
+          `listener: ${err instanceof Error ? err.message : String(err)}; retrying in ${backoff / 1000}s`,
+        );
+        await sleep(backoff, this.abort.signal);
+        backoff = Math.min(backoff * 2, 30_000);
+      }
+    }
+  }
+
+  stop(): void {
+    this.abort.abort();
+    for (const t of this.timers) clearInterval(t);
+    for (const w of this.watches.values()) w.abort();
+    this.watches.clear();
+  }
+
+  private async reconcile(state: DesiredState): Promise<void> {
+    this.reconcileNeeded = false;
+    const extra = (state as { namespaces?: unknown }).namespaces;
+    if (Array.isArray(extra)) for (const ns of extra) if (typeof ns === "string") this.namespaces.add(ns);
+    const deployments = state.deployments.map((d) =>
+      d.host || !this.o.domain ? d : { ...d, host: `${d.name}.${this.o.domain}` },
+    );
+    const keep = new Set<string>();
+    const options: ManifestOptions = { ...this.o.manifests, listenerId: this.o.controlPlane.listenerId };
+    for (const d of deployments) {
+      this.namespaces.add(d.namespace);
+      try {
+        const objects = manifestsFor(d, options, await this.passwordsFor(d));
+        for (const o of objects) keep.add(objectKey(o));
+        await this.cluster.apply(objects);
+        this.failedApply.delete(d.revision_id);
+        if (!this.reported.has(d.revision_id))
+          await this.send([{ revision_id: d.revision_id, state: "applied" }]);
+      } catch (err) {
+        const message = err instanceof Error ? err.message : String(err);
+        this.o.log(`listener: ${d.name} (${d.deployment_id}) revision ${d.revision_id}: ${message}`);
+        if (err instanceof ClusterError && err.permanent) {
+          this.failedApply.set(d.revision_id, `refused by the cluster: ${message}`);
+        } else {
+          // Unreachable or overloaded API server: nothing is pruned, the next resync tries again.
+          this.reconcileNeeded = true;
+          return;
+        }
+      }
+    }
+    this.version = state.version;
+    this.desired = deployments;
+    for (const ns of this.namespaces) {
+      for (const o of await this.cluster.listManaged(ns, options.listenerId)) {
+        if (keep.has(objectKey(o))) continue;
+        this.o.log(`listener: pruning ${o.kind} ${ns}/${o.metadata.name}`);
+        await this.cluster.delete(o);
+      }
+      this.ensureWatch(ns);
+    }
+    const live = new Set(deployments.map((d) => d.revision_id));
+    for (const id of this.reported.keys()) if (!live.has(id)) this.reported.delete(id);
+    await this.evaluate();
+  }
+
+  /** The database and cache passwords: read back from their Secrets, generated the first time. */
+  private async passwordsFor(d: DesiredDeployment): Promise<Passwords> {
+    const parts = partsOf(d);
+    const n = names(d);
+    const out: Passwords = {};
+    for (const [part, name] of [
+      ["database", n.database],
+      ["cache", n.cache],
+    ] as const) {
+      if (!parts[part]) continue;
+      const key = `${d.namespace}/${name}`;
+      let password = this.passwords.get(key);
+      if (!password) {
+        const secret = await this.cluster.read("v1", "Secret", d.namespace, name);
+        const data = (secret?.data ?? {}) as Record<string, string>;
+        password = data.password
+          ? Buffer.from(data.password, "base64").toString("utf8")
+          : randomBytes(24).toString("base64url");
+        this.passwords.set(key, password);
+      }
+      out[part] = password;
+    }
+    return out;
+  }
+
+  private ensureWatch(namespace: string): void {
+    if (this.watches.has(namespace) || this.abort.signal.aborted) return;
+    const restart = (err: unknown) => {
+      this.watches.delete(namespace);
+      if (this.abort.signal.aborted) return;
+      if (err)
+        this.o.log(
+          `listener: watch of ${namespace} ended: ${err instanceof Error ? err.message : String(err)}`,
+        );
+      setTimeout(() => this.ensureWatch(namespace), 1000).unref();
+    };
+    const placeholder = new AbortController();
+    this.watches.set(namespace, placeholder);
+    this.cluster
+      .watchDeployments(namespace, this.o.controlPlane.listenerId, () => void this.evaluate(), restart)
+      .then((controller) => {
+        if (this.abort.signal.aborted) controller.abort();
+        else this.watches.set(namespace, controller);
+      }, restart);
+  }
+
+  /** Judges every desired revision from its Deployments and pods; posts what changed. */
+  private evaluate(): Promise<void> {
+    if (this.evaluating) {
+      this.evaluateAgain = true;
+      return this.evaluating;
+    }
+    this.evaluating = (async () => {
+      do {
+        this.evaluateAgain = false;
+        try {
+          await this.evaluateOnce();
+        } catch (err) {
+          this.o.log(`listener: status: ${err instanceof Error ? err.message : String(err)}`);
+        }
+      } while (this.evaluateAgain && !this.abort.signal.aborted);
+    })().finally(() => {
+      this.evaluating = undefined;
+    });
+    return this.evaluating;
+  }
+
+  private async evaluateOnce(): Promise<void> {
+    const changes: RevisionReport[] = [];
+    for (const d of this.desired) {
+      const refused = this.failedApply.get(d.revision_id);
+      let report: RevisionReport;
+      if (refused) {
+        report = { revision_id: d.revision_id, state: "failed", reason: refused };
+      } else {
+        const n = names(d);
+        const workloads = [n.base, ...(partsOf(d).queue ? [n.queue] : [])];
+        const deployments = [];
+        for (const name of workloads) {
+          const obj = await this.cluster.read("apps/v1", "Deployment", d.namespace, name);
+          // A Deployment still on another revision's template has not taken this one yet.
+          if (
+            obj &&
+            (obj.metadata as { labels?: Record<string, string> } | undefined)?.labels?.[LABEL_REVISION] ===
+              d.revision_id
+          ) {
+            deployments.push(obj);
+          }
+        }
+        const pods = await this.cluster.pods(
+          d.namespace,
+          `${LABEL_INSTANCE}=${n.base},${LABEL_REVISION}=${d.revision_id}`,
+        );
+        report =
+          deployments.length === workloads.length
+            ? revisionState(d.revision_id, deployments, pods)
+            : { revision_id: d.revision_id, state: "applied" };
+      }
+      const sig = `${report.state}\0${report.reason ?? ""}`;
+      if (this.reported.get(d.revision_id) !== sig) changes.push(report);
+    }
+    if (changes.length) await this.send(changes);
+  }
+
+  private async send(reports: RevisionReport[]): Promise<void> {
+    await this.cp.report(reports);
+    this.lastContact = Date.now();
+    for (const r of reports) this.reported.set(r.revision_id, `${r.state}\0${r.reason ?? ""}`);
+  }
+
+  private resync(): void {
+    if (this.reconcileNeeded) {
+      this.cp
+        .desired(0, 0, this.abort.signal)
+        .then((s) => this.reconcile(s))
+        .catch((err: unknown) =>
+          this.o.log(`listener: resync: ${err instanceof Error ? err.message : String(err)}`),
+        );
+      return;
+    }
+    void this.evaluate();
+  }
+
+  private heartbeat(): void {
+    if (Date.now() - this.lastContact < this.o.heartbeatMs) return;
+    this.cp.report([]).then(
+      () => {
+        this.lastContact = Date.now();
+      },
+      (err: unknown) =>
+        this.o.log(`listener: heartbeat: ${err instanceof Error ? err.message : String(err)}`),
+    );
+  }
+}

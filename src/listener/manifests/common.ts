@@ -1,0 +1,101 @@
+import type { DesiredDeployment, K8sObject } from "../types.ts";
+
+export const MANAGED_BY = "slipway";
+export const LABEL_DEPLOYMENT = "slipway.dev/deployment-id";
+export const LABEL_REVISION = "slipway.dev/revision-id";
+export const LABEL_LISTENER = "slipway.dev/listener-id";
+export const LABEL_INSTANCE = "app.kubernetes.io/instance";
+export const LABEL_COMPONENT = "app.kubernetes.io/component";
+
+export type Component = "api" | "queue" | "database" | "cache";
+
+/** Longest suffix added to the base name ("-queue", "-redis"): the result stays a 63-char DNS label. */
+const NAME_ROOM = 63 - "-12345678".length - "-queue".length;
+
+/** `<deployment name>-<first 8 chars of the id>`, the name part cut so every derived name fits. */
+export function baseName(d: DesiredDeployment): string {
+  const name = d.name.slice(0, NAME_ROOM).replace(/-+$/, "");
+  return `${name}-${d.deployment_id.slice(0, 8)}`;
+}
+
+/** The labels every object of a deployment carries; `component` marks which part it belongs to. */
+export function labelsFor(
+  d: DesiredDeployment,
+  listenerId: string,
+  component?: Component,
+): Record<string, string> {
+  return {
+    "app.kubernetes.io/name": d.name,
+    [LABEL_INSTANCE]: baseName(d),
+    "app.kubernetes.io/managed-by": MANAGED_BY,
+    ...(component ? { [LABEL_COMPONENT]: component } : {}),
+    [LABEL_DEPLOYMENT]: d.deployment_id,
+    [LABEL_REVISION]: d.revision_id,
+    [LABEL_LISTENER]: listenerId,
+  };
+}
+
+/** What a workload's selector matches: stable across revisions (a selector cannot change). */
+export function selectorFor(d: DesiredDeployment, component: Component): Record<string, string> {
+  return { [LABEL_INSTANCE]: baseName(d), [LABEL_COMPONENT]: component };
+}
+
+export function metadata(
+  d: DesiredDeployment,
+  listenerId: string,
+  name: string,
+  component?: Component,
+): K8sObject["metadata"] {
+  return { name, namespace: d.namespace, labels: labelsFor(d, listenerId, component) };
+}
+
+/** A non-negative number of the spec, or undefined. */
+export function num(spec: Record<string, unknown> | null, key: string): number | undefined {
+  const v = spec?.[key];
+  return typeof v === "number" && Number.isFinite(v) && v >= 0 ? v : undefined;
+}
+
+/** Cores → a millicore quantity ("0.5" → "500m"). */
+export function cpuQuantity(cores: number): string {
+  return `${Math.round(cores * 1000)}m`;
+}
+
+/** `_mb` fields are mebibytes, as the local runtime counts them. */
+export function memoryQuantity(mb: number): string {
+  return `${Math.round(mb)}Mi`;
+}
+
+/** requests/limits from `<prefix>cpu`, `<prefix>cpu_limit`, `<prefix>memory_mb`, `<prefix>memory_limit_mb`. */
+export function resourcesFor(spec: Record<string, unknown> | null, prefix: string): Record<string, unknown> {
+  const requests: Record<string, string> = {};
+  const limits: Record<string, string> = {};
+  const cpu = num(spec, `${prefix}cpu`);
+  const cpuLimit = num(spec, `${prefix}cpu_limit`);
+  const memory = num(spec, `${prefix}memory_mb`);
+  const memoryLimit = num(spec, `${prefix}memory_limit_mb`);
+  if (cpu !== undefined && cpu > 0) requests.cpu = cpuQuantity(cpu);
+  if (memory !== undefined && memory > 0) requests.memory = memoryQuantity(memory);
+  if (cpuLimit !== undefined && cpuLimit > 0) limits.cpu = cpuQuantity(cpuLimit);
+  if (memoryLimit !== undefined && memoryLimit > 0) limits.memory = memoryQuantity(memoryLimit);
+  const out: Record<string, unknown> = {};
+  if (Object.keys(requests).length) out.requests = requests;
+  if (Object.keys(limits).length) out.limits = limits;
+  return out;
+}
+
+/** True when any `<prefix>*` field of the spec is a positive number: that part was asked for. */
+export function asksFor(spec: Record<string, unknown> | null, prefix: string): boolean {
+  if (!spec) return false;
+  return Object.entries(spec).some(([k, v]) => k.startsWith(prefix) && typeof v === "number" && v > 0);
+}
+
+/** min/max replicas of a part: min defaults to 1, max to min. */
+export function scaleOf(spec: Record<string, unknown> | null, prefix: string): { min: number; max: number } {
+  const min = Math.max(1, Math.floor(num(spec, `${prefix}min_scale`) ?? 1));
+  const max = Math.max(min, Math.floor(num(spec, `${prefix}max_scale`) ?? min));
+  return { min, max };
+}
+
+export function base64(value: string): string {
+  return Buffer.from(value, "utf8").toString("base64");
+}

@@ -1,0 +1,81 @@
+import type { DesiredDeployment, K8sObject, ManifestOptions } from "../types.ts";
+import { redis } from "./cache.ts";
+import { asksFor, baseName } from "./common.ts";
+import { postgres, URI_KEY } from "./database.ts";
+import { route, service } from "./network.ts";
+import { secret } from "./secret.ts";
+import { appDeployment, autoscaler, disruptionBudget, type WorkloadInput } from "./workloads.ts";
+
+/** Generated passwords of the parts that have one; the listener keeps them in their Secrets. */
+export interface Passwords {
+  database?: string;
+  cache?: string;
+}
+
+/** Which optional parts a deployment's spec asks for. */
+export function partsOf(d: DesiredDeployment): { queue: boolean; database: boolean; cache: boolean } {
+  return {
+    queue: asksFor(d.resource_spec, "queue_"),
+    database: asksFor(d.resource_spec, "db_"),
+    cache: asksFor(d.resource_spec, "redis_"),
+  };
+}
+
+export const names = (d: DesiredDeployment) => {
+  const base = baseName(d);
+  return { base, env: `${base}-env`, queue: `${base}-queue`, database: `${base}-db`, cache: `${base}-redis` };
+};
+
+/** Every object of one desired deployment, in the order they are applied. */
+export function manifestsFor(
+  d: DesiredDeployment,
+  o: ManifestOptions,
+  passwords: Passwords = {},
+): K8sObject[] {
+  const n = names(d);
+  const parts = partsOf(d);
+  const objects: K8sObject[] = [secret(d, o.listenerId, n.env, d.env, "api")];
+  const extraEnv: Record<string, unknown>[] = [];
+  if (parts.database) {
+    if (!passwords.database) throw new Error(`${n.database}: a database password is needed`);
+    objects.push(...postgres(d, o.listenerId, n.database, passwords.database, o.postgresImage));
+    for (const env of ["DATABASE_URI", "POSTGRES_URI"]) {
+      extraEnv.push({ name: env, valueFrom: { secretKeyRef: { name: n.database, key: URI_KEY } } });
+    }
+  }
+  if (parts.cache) {
+    if (!passwords.cache) throw new Error(`${n.cache}: a cache password is needed`);
+    objects.push(...redis(d, o.listenerId, n.cache, passwords.cache, o.redisImage));
+    extraEnv.push({ name: "REDIS_URI", valueFrom: { secretKeyRef: { name: n.cache, key: "uri" } } });
+  }
+  const api: WorkloadInput = {
+    d,
+    listenerId: o.listenerId,
+    name: n.base,
+    component: "api",
+    envSecret: n.env,
+    extraEnv,
+  };
+  objects.push(appDeployment(api));
+  objects.push(service(d, o.listenerId, n.base, "api", { name: "http", port: 80, targetPort: "http" }));
+  const apiRoute = route(d, o.listenerId, n.base, o.routing);
+  if (apiRoute) objects.push(apiRoute);
+  const workloads = [api];
+  if (parts.queue) {
+    const queue: WorkloadInput = {
+      ...api,
+      name: n.queue,
+      component: "queue",
+      extraEnv: [...extraEnv, { name: "SLIPWAY_PROCESS", value: "queue" }],
+    };
+    objects.push(appDeployment(queue));
+    workloads.push(queue);
+  }
+  for (const w of workloads) {
+    const hpa = autoscaler(w);
+    if (hpa) objects.push(hpa);
+    const pdb = disruptionBudget(w);
+    if (pdb) objects.push(pdb);
+  }
+  return objects;
+}

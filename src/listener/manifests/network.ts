@@ -1,0 +1,75 @@
+import type { DesiredDeployment, K8sObject, Routing } from "../types.ts";
+import { type Component, metadata, selectorFor } from "./common.ts";
+
+/** A ClusterIP Service on port `port` in front of a component's pods. */
+export function service(
+  d: DesiredDeployment,
+  listenerId: string,
+  name: string,
+  component: Component,
+  port: { port: number; targetPort: number | string; name: string },
+): K8sObject {
+  return {
+    apiVersion: "v1",
+    kind: "Service",
+    metadata: metadata(d, listenerId, name, component),
+    spec: {
+      type: "ClusterIP",
+      selector: selectorFor(d, component),
+      ports: [{ name: port.name, port: port.port, targetPort: port.targetPort, protocol: "TCP" }],
+    },
+  };
+}
+
+/** The route from `d.host` to the API Service: an Ingress or a Gateway API HTTPRoute, or none. */
+export function route(
+  d: DesiredDeployment,
+  listenerId: string,
+  name: string,
+  routing: Routing,
+): K8sObject | null {
+  if (!d.host || routing.kind === "none") return null;
+  const meta = metadata(d, listenerId, name, "api");
+  if (routing.kind === "ingress") {
+    return {
+      apiVersion: "networking.k8s.io/v1",
+      kind: "Ingress",
+      metadata: meta,
+      spec: {
+        ...(routing.className ? { ingressClassName: routing.className } : {}),
+        rules: [
+          {
+            host: d.host,
+            http: {
+              paths: [
+                { path: "/", pathType: "Prefix", backend: { service: { name, port: { name: "http" } } } },
+              ],
+            },
+          },
+        ],
+      },
+    };
+  }
+  return {
+    apiVersion: "gateway.networking.k8s.io/v1",
+    kind: "HTTPRoute",
+    metadata: meta,
+    spec: {
+      parentRefs: [
+        {
+          group: "gateway.networking.k8s.io",
+          kind: "Gateway",
+          name: routing.gatewayName,
+          ...(routing.gatewayNamespace ? { namespace: routing.gatewayNamespace } : {}),
+        },
+      ],
+      hostnames: [d.host],
+      rules: [
+        {
+          matches: [{ path: { type: "PathPrefix", value: "/" } }],
+          backendRefs: [{ name, port: 80 }],
+        },
+      ],
+    },
+  };
+}

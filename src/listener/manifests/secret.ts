@@ -1,0 +1,21 @@
+import type { DesiredDeployment, K8sObject } from "../types.ts";
+import { base64, type Component, metadata } from "./common.ts";
+
+/** An Opaque Secret holding `values` (base64 in `data`, so what is applied is what is stored). */
+export function secret(
+  d: DesiredDeployment,
+  listenerId: string,
+  name: string,
+  values: Record<string, string>,
+  component?: Component,
+): K8sObject {
+  const data: Record<string, string> = {};
+  for (const [k, v] of Object.entries(values)) data[k] = base64(v);
+  return {
+    apiVersion: "v1",
+    kind: "Secret",
+    metadata: metadata(d, listenerId, name, component),
+    type: "Opaque",
+    data,
+  };
+}

@@ -1,0 +1,109 @@
+// `slipway listener` arguments and their environment fallbacks, parsed and checked once here.
+import { ConfigError } from "../config.ts";
+import type { ListenerOptions } from "./listener.ts";
+import type { Routing } from "./types.ts";
+
+export const LISTENER_USAGE = `Usage: slipway listener --url URL --api-key KEY --listener-id ID [options]
+
+  --url URL              the Slipway control plane (env SLIPWAY_URL)
+  --api-key KEY          a listener key: POST /v1/api-keys {"role":"listener"} (env SLIPWAY_API_KEY)
+  --listener-id ID       the listener's id (env SLIPWAY_LISTENER_ID)
+  --kubeconfig PATH      cluster access (env KUBECONFIG; in a pod, its service account)
+  --domain D             host <name>.<D> for deployments given none
+  --ingress-class C      route with Ingresses of class C (default: Ingresses, the cluster's default class)
+  --gateway [NS/]NAME    route with Gateway API HTTPRoutes on this Gateway instead
+  --no-routing           create no Ingress or HTTPRoute
+  --namespace NS         a namespace to prune in (repeatable; the listener's own are sent by the control plane)
+  --postgres-image IMG   image of databases asked by db_* (default docker.io/library/postgres:16)
+  --redis-image IMG      image of caches asked by redis_* (default docker.io/library/redis:7)
+  --wait S               long-poll wait, 1-60 seconds (default 30)
+  --resync S             re-read rollout state every S seconds (default 10)
+  --heartbeat S          report at least every S seconds (default 30)`;
+
+type Env = Record<string, string | undefined>;
+
+function seconds(name: string, raw: string | undefined, fallback: number, max: number): number {
+  if (raw === undefined) return fallback;
+  if (!/^\d+$/.test(raw) || Number(raw) < 1 || Number(raw) > max) {
+    throw new ConfigError(`${name} must be a whole number of seconds from 1 to ${max}, got "${raw}".`);
+  }
+  return Number(raw);
+}
+
+export function parseListenerArgs(argv: string[], env: Env, log: (line: string) => void): ListenerOptions {
+  const flags = new Map<string, string[]>();
+  const switches = new Set<string>();
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i] ?? "";
+    if (arg === "--no-routing") {
+      switches.add(arg);
+      continue;
+    }
+    const m = /^--([a-z-]+)(?:=(.*))?$/.exec(arg);
+    if (!m) throw new ConfigError(`unexpected argument "${arg}".\n${LISTENER_USAGE}`);
+    const value = m[2] ?? argv[++i];
+    if (value === undefined) throw new ConfigError(`--${m[1]} needs a value.`);
+    flags.set(m[1] ?? "", [...(flags.get(m[1] ?? "") ?? []), value]);
+  }
+  const known = new Set([
+    "url",
+    "api-key",
+    "listener-id",
+    "kubeconfig",
+    "domain",
+    "ingress-class",
+    "gateway",
+    "namespace",
+    "postgres-image",
+    "redis-image",
+    "wait",
+    "resync",
+    "heartbeat",
+  ]);
+  for (const f of flags.keys())
+    if (!known.has(f)) throw new ConfigError(`unknown option --${f}.\n${LISTENER_USAGE}`);
+  const one = (f: string) => flags.get(f)?.at(-1);
+  const need = (f: string, envName: string) => {
+    const v = one(f) ?? env[envName];
+    if (!v) throw new ConfigError(`--${f} (or ${envName}) is required.`);
+    return v;
+  };
+  const url = need("url", "SLIPWAY_URL");
+  try {
+    new URL(url);
+  } catch {
+    throw new ConfigError(
+      `--url (SLIPWAY_URL) must be a URL such as https://slipway.example.com, got "${url}".`,
+    );
+  }
+  const listenerId = need("listener-id", "SLIPWAY_LISTENER_ID");
+  if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(listenerId)) {
+    throw new ConfigError(`--listener-id (SLIPWAY_LISTENER_ID) must be a uuid, got "${listenerId}".`);
+  }
+  const gateway = one("gateway");
+  if (gateway && one("ingress-class"))
+    throw new ConfigError("--gateway and --ingress-class exclude each other.");
+  let routing: Routing = { kind: "ingress", className: one("ingress-class") };
+  if (gateway) {
+    const [a, b] = gateway.split("/");
+    routing = b
+      ? { kind: "gateway", gatewayNamespace: a, gatewayName: b }
+      : { kind: "gateway", gatewayName: a ?? "" };
+  }
+  if (switches.has("--no-routing")) routing = { kind: "none" };
+  return {
+    controlPlane: { url, apiKey: need("api-key", "SLIPWAY_API_KEY"), listenerId },
+    kubeconfig: one("kubeconfig") ?? env.KUBECONFIG,
+    manifests: {
+      routing,
+      postgresImage: one("postgres-image") ?? "docker.io/library/postgres:16",
+      redisImage: one("redis-image") ?? "docker.io/library/redis:7",
+    },
+    domain: one("domain"),
+    namespaces: flags.get("namespace") ?? [],
+    waitSeconds: seconds("--wait", one("wait"), 30, 60),
+    resyncMs: seconds("--resync", one("resync"), 10, 3600) * 1000,
+    heartbeatMs: seconds("--heartbeat", one("heartbeat"), 30, 3600) * 1000,
+    log,
+  };
+}

@@ -1,0 +1,31 @@
+import { LISTENER_CHANNEL, REPORT_CHANNEL } from "../db/channels.ts";
+import type { Database } from "../db/client.ts";
+import { ChannelWaiters } from "../db/waiters.ts";
+import { listenerOfDeployment } from "../resources/deployments/store.ts";
+import { hostOf } from "../resources/listeners/desired.ts";
+import { remoteState } from "../resources/revisions/store.ts";
+import type { RemoteBridge, RemoteReport } from "../runtimes/remote/runtime.ts";
+
+const STATES: ReadonlySet<string> = new Set(["applied", "progressing", "available", "failed"]);
+
+/**
+ * The database side of the `remote` runtime: announcing desired-state changes to listeners' long
+ * polls (any process), and reading the reports they post. Close it when the reconciler stops.
+ */
+export function remoteBridge(db: Database, appsDomain: string): RemoteBridge & { close(): Promise<void> } {
+  const reports = new ChannelWaiters(db, REPORT_CHANNEL);
+  return {
+    async publish(deploymentId) {
+      const listenerId = deploymentId === undefined ? "*" : await listenerOfDeployment(db.orm, deploymentId);
+      await db.notify(LISTENER_CHANNEL, listenerId ?? "*").catch(() => {});
+    },
+    async report(revisionId): Promise<RemoteReport | undefined> {
+      const row = await remoteState(db.orm, revisionId);
+      if (!row?.remote_state || !STATES.has(row.remote_state)) return undefined;
+      return { state: row.remote_state as RemoteReport["state"], reason: row.remote_reason };
+    },
+    nextReport: (revisionId, ms, signal) => reports.sleep(revisionId, ms, signal),
+    url: (name) => `http://${hostOf({ appsDomain }, name)}`,
+    close: () => reports.close(),
+  };
+}

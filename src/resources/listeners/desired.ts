@@ -1,0 +1,99 @@
+import { createHash } from "node:crypto";
+import type { Keyring } from "../../crypto/envelope.ts";
+import type { Database } from "../../db/client.ts";
+import type { ChannelWaiters } from "../../db/waiters.ts";
+import { readRevisionSecrets } from "../deployments/secrets.ts";
+import { desiredPairs, type RemoteRevisionRow, remoteRevisionRows } from "../revisions/store.ts";
+import type { DesiredDeployment, DesiredState } from "./schema.ts";
+import { desiredVersion, touchListener } from "./store.ts";
+
+/** The port an app listens on in its pod (given to it as PORT), as on this server's containers. */
+export const APP_PORT = 8080;
+/** Readiness and liveness probes of an app ask this path. */
+export const HEALTH_PATH = "/";
+/** Re-check at least this often while waiting, in case a notification was missed. */
+const RECHECK_MS = 2000;
+
+/** What desired states are made of beyond the database: where apps are served. */
+export interface DesiredSettings {
+  appsDomain: string;
+}
+
+/** The image a revision runs: the one it names, or the one built and pushed for it. */
+export function imageOf(row: Pick<RemoteRevisionRow, "source_revision_config" | "image_ref">): string {
+  const uri = row.source_revision_config.image_uri;
+  return row.image_ref ?? (typeof uri === "string" ? uri : "");
+}
+
+export const hostOf = (settings: DesiredSettings, name: string) => `${name}.${settings.appsDomain}`;
+
+async function describe(
+  db: Database,
+  keyring: Keyring,
+  settings: DesiredSettings,
+  row: RemoteRevisionRow,
+): Promise<DesiredDeployment> {
+  const env: Record<string, string> = {};
+  for (const s of await readRevisionSecrets(db.orm, keyring, row.revision_id)) env[s.name] = s.value;
+  env.PORT = String(APP_PORT);
+  return {
+    deployment_id: row.deployment_id,
+    name: row.name,
+    namespace: row.namespace ?? "default",
+    revision_id: row.revision_id,
+    image: imageOf(row),
+    env,
+    secret_references: (row.secret_references ?? []).map((r) => ({
+      name: r.name,
+      secret_name: r.secret_name,
+      key: r.secret_key,
+    })),
+    resource_spec: row.resource_spec ?? {},
+    health_path: HEALTH_PATH,
+    port: APP_PORT,
+    host: hostOf(settings, row.name),
+    deployment_type: row.deployment_type,
+  };
+}
+
+/** The current desired state's version and what it is made of, bumping the version on a change. */
+async function current(db: Database, listenerId: string) {
+  const pairs = await desiredPairs(db.orm, listenerId);
+  const fingerprint = pairs
+    .map((p) => `${p.deployment_id}:${p.revision_id}`)
+    .sort()
+    .join(",");
+  const hash = createHash("sha256").update(fingerprint).digest("hex");
+  const version = await desiredVersion(db.orm, listenerId, hash);
+  return { version, revisionIds: pairs.map((p) => p.revision_id) };
+}
+
+/**
+ * GET /v2/listeners/{id}/desired: at once when the version differs from `after` (a listener whose
+ * version is ahead, after a restore, resyncs too), else when it changes or `waitS` ends. Both ends
+ * count as hearing from the listener.
+ */
+export async function pollDesired(
+  db: Database,
+  keyring: Keyring,
+  settings: DesiredSettings,
+  waiters: ChannelWaiters,
+  listenerId: string,
+  after: number,
+  waitS: number,
+): Promise<DesiredState> {
+  await touchListener(db.orm, listenerId);
+  const deadline = Date.now() + waitS * 1000;
+  let state = await current(db, listenerId);
+  for (;;) {
+    const left = deadline - Date.now();
+    if (state.version !== after || left <= 0 || waiters.isClosed) break;
+    await waiters.sleep(listenerId, Math.min(left, RECHECK_MS));
+    state = await current(db, listenerId);
+  }
+  await touchListener(db.orm, listenerId);
+  const rows = await remoteRevisionRows(db.orm, state.revisionIds);
+  const deployments = [];
+  for (const row of rows) deployments.push(await describe(db, keyring, settings, row));
+  return { version: state.version, listener_id: listenerId, deployments };
+}

@@ -1,0 +1,130 @@
+import {
+  type Activation,
+  DeployError,
+  type PhaseContext,
+  type PreparedSource,
+  type ProcessInfo,
+  type RevisionSpec,
+  type Runtime,
+  SourceError,
+} from "../interface.ts";
+
+/**
+ * The `remote` runtime: revisions run by a listener on a Kubernetes cluster. Nothing runs here.
+ * Activating a revision publishes it in the listener's desired state and waits for the listener's
+ * report on it: `available` is deployed, `failed` a DeployError with the listener's reason (the
+ * previous revision is desired again, so it keeps serving). Sources that are not images are built
+ * and pushed by an ImageBuilder first. The reconciler hands it a RemoteBridge (its database side).
+ */
+
+/** A listener's last report on a revision (POST /v2/listeners/{id}/status). */
+export interface RemoteReport {
+  state: "applied" | "progressing" | "available" | "failed";
+  reason: string | null;
+}
+
+export interface RemoteBridge {
+  /** What a listener should run may have changed (a deployment's id, or undefined for all). */
+  publish(deploymentId?: string): Promise<void>;
+  /** The listener's last report on the revision, if any. */
+  report(revisionId: string): Promise<RemoteReport | undefined>;
+  /** Resolves when the revision is reported on, after `ms`, or when `signal` aborts. */
+  nextReport(revisionId: string, ms: number, signal: AbortSignal): Promise<void>;
+  /** Where a deployment is served (its routing host as a URL). */
+  url(deploymentName: string): string;
+}
+
+/** Builds a revision's source into an image and pushes it; returns the pushed reference. */
+export interface ImageBuilder {
+  build(spec: RevisionSpec, ctx: PhaseContext): Promise<string>;
+  /** The reference pushed for the revision before, if any (a restart does not build again). */
+  built(revisionId: string): Promise<string | undefined>;
+  discard(deploymentId: string, revisionId: string): Promise<void>;
+}
+
+/** Re-read the report at least this often, in case a notification was missed. */
+const RECHECK_MS = 2000;
+
+/** The tag of an image reference, if it names one (not a digest). */
+function tagOf(ref: string): string | undefined {
+  const name = ref.split("@")[0] ?? ref;
+  const slash = name.lastIndexOf("/");
+  const colon = name.lastIndexOf(":");
+  return colon > slash ? name.slice(colon + 1) : undefined;
+}
+
+export class RemoteRuntime implements Runtime {
+  readonly name = "remote";
+  readonly remote = true;
+
+  constructor(
+    private readonly bridge: RemoteBridge,
+    private readonly builder?: ImageBuilder,
+  ) {}
+
+  async prepare(spec: RevisionSpec, ctx: PhaseContext): Promise<PreparedSource> {
+    if (spec.source.kind === "image") {
+      ctx.log("build", `Slipway: ${spec.source.imageUri} will be pulled by the cluster.`);
+      return {};
+    }
+    if (!this.builder) {
+      throw new SourceError("this source must be built into an image, and no registry is configured");
+    }
+    return {};
+  }
+
+  async build(spec: RevisionSpec, ctx: PhaseContext): Promise<void> {
+    if (spec.source.kind === "image" || !this.builder) return;
+    const ref = await this.builder.build(spec, ctx);
+    ctx.log("build", `Slipway: pushed ${ref}.`);
+  }
+
+  async activate(spec: RevisionSpec, ctx: PhaseContext): Promise<Activation> {
+    await this.bridge.publish(spec.deploymentId);
+    ctx.log("deploy", "Slipway: handed to the listener; waiting for its rollout.");
+    let seen: string | undefined;
+    for (;;) {
+      if (ctx.signal.aborted) throw ctx.signal.reason ?? new Error("aborted");
+      const report = await this.bridge.report(spec.revisionId);
+      if (report && report.state !== seen) {
+        seen = report.state;
+        ctx.log("deploy", `Listener: ${report.state}${report.reason ? ` (${report.reason})` : ""}.`);
+      }
+      if (report?.state === "available") {
+        const url = this.bridge.url(spec.deploymentName);
+        if (spec.source.kind !== "image") return { url };
+        return { url, imageVersion: tagOf(spec.source.imageUri) ?? null };
+      }
+      if (report?.state === "failed") throw new DeployError(report.reason ?? "the rollout failed");
+      await this.bridge.nextReport(spec.revisionId, RECHECK_MS, ctx.signal);
+    }
+  }
+
+  async isBuilt(spec: RevisionSpec): Promise<boolean> {
+    if (spec.source.kind === "image" || !this.builder) return true;
+    return (await this.builder.built(spec.revisionId)) !== undefined;
+  }
+
+  /** Its pods run on the listener's cluster; this server sees none of them. */
+  async processes(_deploymentId: string): Promise<ProcessInfo[]> {
+    return [];
+  }
+
+  async teardown(_deploymentId: string): Promise<void> {
+    // The row is going: every listener re-reads its desired state (the deployment drops out).
+    await this.bridge.publish();
+  }
+
+  async discard(deploymentId: string, revisionId: string): Promise<void> {
+    await this.builder?.discard(deploymentId, revisionId);
+    // A failed or interrupted rollout drops out of the desired state: the listener goes back.
+    await this.bridge.publish(deploymentId);
+  }
+
+  /** Listeners' liveness decides remote deployments' health (reconciler/leader.ts), not this process. */
+  health(_deploymentId: string): "running" | "stopped" | "unknown" {
+    return "running";
+  }
+
+  async close(): Promise<void> {}
+}
