@@ -67,7 +67,9 @@ export class RemoteRuntime implements Runtime {
       return {};
     }
     if (!this.builder) {
-      throw new SourceError("this source must be built into an image for the listener, and this server has no image builder");
+      throw new SourceError(
+        "this source must be built into an image for the listener, and this server has no image builder",
+      );
     }
     return {};
   }
