@@ -68,7 +68,9 @@ export class RemoteRuntime implements Runtime {
       return {};
     }
     if (!this.builder) {
-      throw new SourceError("this source must be built into an image, and no registry is configured");
+      throw new SourceError(
+        "this source must be built into an image for the listener, and this server has no image builder",
+      );
     }
     return {};
   }

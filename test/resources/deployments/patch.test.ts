@@ -330,7 +330,7 @@ forEachDatabase(
         await patch(docker.id, {
           source_config: {
             listener_id: docker.source_config.listener_id,
-            listener_config: { k8s_namespace: "a" },
+            listener_config: { k8s_namespace: "seeded" },
           },
         }),
       );
