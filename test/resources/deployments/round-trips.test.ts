@@ -23,9 +23,12 @@ import { forEachDatabase, type TestContext } from "../../helpers/harness.ts";
  * counted apart here: folding them into the one write is still open (README "Performance").
  */
 
-/** Statements that record the change's events and audit row (and their savepoints). */
+/**
+ * Statements that record the change's events and audit row: their inserts, savepoints and the
+ * event stream's NOTIFY (the reconciler's is inside the one write).
+ */
 const RECORDING =
-  /\b(?:INTO|FROM|UPDATE)\s+"?(?:events|webhook_deliveries|webhooks|audit_log)\b|^\s*(?:SAVEPOINT|RELEASE)\b/i;
+  /\b(?:INTO|FROM|UPDATE)\s+"?(?:events|webhook_deliveries|webhooks|audit_log)\b|^\s*(?:SAVEPOINT|RELEASE)\b|^\s*SELECT pg_notify\(/i;
 
 interface Secret {
   name: string;
