@@ -94,10 +94,27 @@ async function send(ctx: TestContext, r: FuzzRequest) {
     timer = setTimeout(() => resolve({ statusCode: 599, body: "no answer within 15 s" }), 15_000);
   });
   try {
-    return await Promise.race([
-      ctx.app.inject({ method: r.method as "GET", url: r.url, headers: r.headers, payload: r.payload }),
-      hung,
-    ]);
+    // As a stream: an event stream (`/v2/events`, log follows) answers with its status and headers
+    // and then stays open; the status is what is checked, so the body is read only when it ends.
+    const answered = ctx.app
+      .inject({
+        method: r.method as "GET",
+        url: r.url,
+        headers: r.headers,
+        payload: r.payload,
+        payloadAsStream: true,
+      })
+      .then(async (res) => {
+        const stream = res.stream();
+        if (String(res.headers["content-type"] ?? "").startsWith("text/event-stream")) {
+          stream.destroy();
+          return { statusCode: res.statusCode, body: "" };
+        }
+        const chunks: Buffer[] = [];
+        for await (const chunk of stream) chunks.push(Buffer.from(chunk as Uint8Array));
+        return { statusCode: res.statusCode, body: Buffer.concat(chunks).toString("utf8") };
+      });
+    return await Promise.race([answered, hung]);
   } finally {
     clearTimeout(timer);
   }
