@@ -5,7 +5,7 @@ import type { ChannelWaiters } from "../../db/waiters.ts";
 import { readRevisionSecrets } from "../deployments/secrets.ts";
 import { desiredPairs, type RemoteRevisionRow, remoteRevisionRows } from "../revisions/store.ts";
 import type { DesiredDeployment, DesiredState } from "./schema.ts";
-import { desiredVersion, touchListener } from "./store.ts";
+import { desiredVersion, listenerNamespaces, touchListener } from "./store.ts";
 
 /** The port an app listens on in its pod (given to it as PORT), as on this server's containers. */
 export const APP_PORT = 8080;
@@ -95,5 +95,6 @@ export async function pollDesired(
   const rows = await remoteRevisionRows(db.orm, state.revisionIds);
   const deployments = [];
   for (const row of rows) deployments.push(await describe(db, keyring, settings, row));
-  return { version: state.version, listener_id: listenerId, deployments };
+  const namespaces = await listenerNamespaces(db.orm, listenerId);
+  return { version: state.version, listener_id: listenerId, deployments, namespaces };
 }

@@ -120,6 +120,10 @@ export const DesiredState = Type.Object({
   deployments: Type.Array(DesiredDeployment, {
     description: "Everything the listener should run; what is not here must be pruned.",
   }),
+  namespaces: Type.Array(Type.String(), {
+    description:
+      "The listener's namespaces (compute_config.k8s_namespaces): where it prunes, also after the last deployment of one is gone.",
+  }),
 });
 export type DesiredState = Static<typeof DesiredState>;
 

@@ -52,6 +52,15 @@ export async function findListenerRow(
   return row;
 }
 
+/** The namespaces a listener serves (`compute_config.k8s_namespaces`): where it prunes. */
+export async function listenerNamespaces(exec: Reader, id: string): Promise<string[]> {
+  const [row] = await rows<{ compute_config: { k8s_namespaces?: string[] | null } }>(
+    exec,
+    sql`SELECT compute_config FROM listeners WHERE id = ${id}`,
+  );
+  return row?.compute_config.k8s_namespaces ?? [];
+}
+
 /** A listener of the organization, whatever its workspace (listener API keys are minted from it). */
 export async function listenerOfOrganization(
   exec: Reader,
