@@ -98,7 +98,8 @@ export interface AppConfig {
   healthcheck: string;
   healthTimeoutS?: number;
   env: Record<string, string>;
-  redis: boolean;
+  /** `"redis": true`: the app asks for its own Redis. */
+  redis?: boolean;
 }
 
 /**
@@ -168,7 +169,7 @@ export async function resolveAppConfig(
     healthcheck,
     ...(healthTimeoutS === undefined ? {} : { healthTimeoutS }),
     env,
-    redis: file.redis === true,
+    ...(file.redis === true ? { redis: true } : {}),
   };
 }
 
@@ -198,7 +199,7 @@ export async function readBuildRecord(path: string): Promise<BuildRecord | undef
       healthcheck: parsed.healthcheck,
       ...(typeof parsed.healthTimeoutS === "number" ? { healthTimeoutS: parsed.healthTimeoutS } : {}),
       env: strings,
-      redis: parsed.redis === true,
+      ...(parsed.redis === true ? { redis: true } : {}),
     };
   }
   if (parsed.kind === "image" && typeof parsed.image === "string") {
