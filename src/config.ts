@@ -1,4 +1,4 @@
-// Over 300 lines: every setting is parsed and validated here, once (README "Configuration" lists them).
+// Why over 300 lines: every setting is parsed and validated here, once (README "Configuration" lists them).
 import { isIP } from "node:net";
 import { resolve } from "node:path";
 

@@ -1,4 +1,4 @@
-// Over 300 lines: every statement on `deployments` lives here by rule (test/db/sql-ownership.test.ts).
+// Why over 300 lines: every statement on `deployments` lives here by rule (test/db/sql-ownership.test.ts).
 import { type SQL, sql } from "drizzle-orm";
 import { WORK_CHANNEL } from "../../db/channels.ts";
 import { type Executor, inTransaction, type Reader, rows, type Transaction } from "../../db/client.ts";

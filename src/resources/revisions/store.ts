@@ -1,4 +1,4 @@
-// Over 300 lines: every statement on `revisions` and `revision_secrets` lives here by rule (test/db/sql-ownership.test.ts).
+// Why over 300 lines: every statement on `revisions` and `revision_secrets` lives here by rule (test/db/sql-ownership.test.ts).
 import { type SQL, sql } from "drizzle-orm";
 import { type Executor, inTransaction, type Reader, rows } from "../../db/client.ts";
 import { type EnvelopeColumn, envelopeColumn } from "../../db/envelopes.ts";

@@ -1,4 +1,4 @@
-// Over 300 lines: one replica lifecycle (spawn, health, supervision, stop) that is easier to follow whole.
+// Why over 300 lines: one replica lifecycle (spawn, health, supervision, stop) that is easier to follow whole.
 import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";

@@ -1,4 +1,4 @@
-// Over 300 lines: one reverse proxy (HTTP, upgrades, cold-start holds) whose parts share its helpers.
+// Why over 300 lines: one reverse proxy (HTTP, upgrades, cold-start holds) whose parts share its helpers.
 import {
   Agent,
   createServer,

@@ -1,4 +1,4 @@
-// Over 300 lines: the Runtime contract plus activation, whose steps read best in one place.
+// Why over 300 lines: the Runtime contract plus activation, whose steps read best in one place.
 import { mkdir, rm } from "node:fs/promises";
 import {
   type Activation,
