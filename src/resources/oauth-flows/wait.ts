@@ -1,61 +1,16 @@
 import { FLOW_CHANNEL } from "../../db/channels.ts";
 import type { Database } from "../../db/client.ts";
+import { ChannelWaiters } from "../../db/waiters.ts";
 import { tokensWithProviders } from "../oauth-tokens/store.ts";
 import type { FlowEnv } from "./env.ts";
 import type { WaitResult } from "./schema.ts";
 import { flowOf } from "./store.ts";
 import { issued, usableToken } from "./tokens.ts";
 
-/**
- * Wakes long-polling `wait` calls when their flow finishes. One LISTEN per app, subscribed on first
- * use; a periodic re-check covers a notification lost while the listening connection reconnected.
- */
-export class FlowWaiters {
-  private readonly waiting = new Map<string, Set<() => void>>();
-  private subscribed: Promise<() => Promise<void>> | undefined;
-  private closed = false;
-
-  constructor(private readonly db: Database) {}
-
-  private subscribe(): Promise<unknown> {
-    this.subscribed ??= this.db.listen(FLOW_CHANNEL, (flowId) => {
-      for (const wake of this.waiting.get(flowId) ?? []) wake();
-    });
-    return this.subscribed;
-  }
-
-  /** Resolves when the flow is announced, after `ms`, or when the app closes. */
-  async sleep(flowId: string, ms: number): Promise<void> {
-    if (this.closed) return;
-    await this.subscribe();
-    await new Promise<void>((resolve) => {
-      let set = this.waiting.get(flowId);
-      if (!set) {
-        set = new Set();
-        this.waiting.set(flowId, set);
-      }
-      const wake = () => {
-        clearTimeout(timer);
-        set.delete(wake);
-        if (set.size === 0) this.waiting.delete(flowId);
-        resolve();
-      };
-      const timer = setTimeout(wake, ms);
-      set.add(wake);
-    });
-  }
-
-  get isClosed(): boolean {
-    return this.closed;
-  }
-
-  async close(): Promise<void> {
-    this.closed = true;
-    for (const set of [...this.waiting.values()]) for (const wake of [...set]) wake();
-    if (this.subscribed) {
-      const unlisten = await this.subscribed.catch(() => undefined);
-      await unlisten?.();
-    }
+/** Wakes long-polling `wait` calls when their flow finishes (keyed by flow id). */
+export class FlowWaiters extends ChannelWaiters {
+  constructor(db: Database) {
+    super(db, FLOW_CHANNEL);
   }
 }
 
