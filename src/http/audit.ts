@@ -6,13 +6,12 @@ import { completeAuditRecord, insertAuditRecord } from "../resources/audit-log/s
 
 /**
  * The audit log of API writes. Two paths, one record:
- * - before the handler, a write request gets an audit scope (AsyncLocalStorage); a store that
- *   changes something calls `recordAuditInTransaction` in its transaction (the event emitter does
- *   for deployments and revisions, services for webhooks), so the change and its record commit or
- *   roll back together;
+ * - before the handler, a write request gets an audit scope (AsyncLocalStorage); a service that
+ *   changes something records it in the change's transaction (`inAuditedTransaction`, or
+ *   `recordAuditInTransaction` from the event emitter for deployments and revisions), so the change
+ *   and its record commit or roll back together;
  * - when the response is ready (onSend, before the client sees it), the record gets the status
- *   code, or is written now when no transaction wrote it: failed writes (403, 404, 409, 422) and
- *   writes whose stores do not record in their transaction yet.
+ *   code, or is written now when no transaction wrote it: refused writes (403, 404, 409, 422).
  * A crash between a commit and the response leaves a record with a null status code, never a change
  * without a record, for the stores on the transactional path.
  */

@@ -3,6 +3,7 @@ import type { Executor } from "../../db/client.ts";
 import { isUniqueViolation } from "../../db/errors.ts";
 import { conflict, notFound } from "../../http/errors.ts";
 import { iso } from "../../http/schemas.ts";
+import { inAuditedTransaction } from "../audit-log/scope.ts";
 import type { ProviderRow } from "../oauth-providers/store.ts";
 import type { TokenOwner } from "../oauth-tokens/owner.ts";
 import { ownedToken } from "../oauth-tokens/service.ts";
@@ -71,7 +72,8 @@ export async function deleteConnection(
   scope: AgentScope,
   connectionId: string,
 ): Promise<void> {
-  if (!(await deleteConnectionRow(exec, scope, connectionId))) throw notFound("Agent connection not found.");
+  if (!(await inAuditedTransaction(exec, (tx) => deleteConnectionRow(tx, scope, connectionId))))
+    throw notFound("Agent connection not found.");
 }
 
 /** The agent's connection for a provider, with its token, if it has one. */

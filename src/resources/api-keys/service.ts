@@ -3,6 +3,7 @@ import type { Role } from "../../db/schema/identity.ts";
 import type { OrganizationCaller } from "../../http/auth.ts";
 import { forbidden, invalid, notFound } from "../../http/errors.ts";
 import { iso } from "../../http/schemas.ts";
+import { inAuditedTransaction } from "../audit-log/scope.ts";
 import { listenerOfOrganization } from "../listeners/store.ts";
 import { isWorkspaceOf } from "../workspaces/store.ts";
 import { displayPrefix, generateApiKey, hashApiKey } from "./key-material.ts";
@@ -71,13 +72,21 @@ export async function createApiKey(
   if (workspaceId !== null && !(await isWorkspaceOf(exec, caller.organizationId, workspaceId))) {
     throw invalid(["body", "workspace_id"], "Not a workspace of this organization.");
   }
-  return insertApiKey(exec, {
+  return insertAuditedKey(exec, {
     organizationId: caller.organizationId,
     role: body.role,
     workspaceId,
     description: body.description ?? "",
   });
 }
+
+/** A key created through the API: the key and the write's audit record commit together. */
+const insertAuditedKey = (exec: Executor, input: NewKey) =>
+  inAuditedTransaction(
+    exec,
+    (tx) => insertApiKey(tx, input),
+    (k) => k.id,
+  );
 
 const isSet = (v: unknown): v is string => v !== undefined && v !== null;
 
@@ -97,7 +106,7 @@ async function createListenerKey(
   if (isSet(body.workspace_id) && body.workspace_id.toLowerCase() !== listener.workspace_id) {
     throw invalid(["body", "workspace_id"], "A listener's key is bound to the listener's workspace.");
   }
-  return insertApiKey(exec, {
+  return insertAuditedKey(exec, {
     organizationId: caller.organizationId,
     role: "listener",
     workspaceId: listener.workspace_id,
@@ -118,5 +127,5 @@ export async function revokeApiKey(exec: Executor, caller: Caller, id: string): 
     throw notFound("API key not found.");
   }
   if (row.revokedAt) return toApiKey(row);
-  return toApiKey((await markRevoked(exec, id)) ?? row);
+  return toApiKey((await inAuditedTransaction(exec, (tx) => markRevoked(tx, id))) ?? row);
 }

@@ -1,5 +1,5 @@
 import { AsyncLocalStorage } from "node:async_hooks";
-import type { Executor } from "../../db/client.ts";
+import { type Executor, inTransaction } from "../../db/client.ts";
 import { insertAuditRecord } from "./store.ts";
 
 /** What the audit record of one API write says, known before the handler runs (http/audit.ts fills it). */
@@ -36,4 +36,22 @@ export async function recordAuditInTransaction(tx: Executor, resourceId?: string
   if (resourceId !== undefined && scope.resourceId === null) scope.resourceId = resourceId;
   await insertAuditRecord(tx, scope, null);
   scope.recorded = true;
+}
+
+/**
+ * Runs a write and its audit record in one transaction: `fn`'s change, then the current request's
+ * record (named by `idOf` of the result, for creates), then COMMIT. Every service whose change
+ * commits in a transaction goes through here or through `recordAuditInTransaction`, so a committed
+ * change never lacks its record; outside a write request it is a plain transaction.
+ */
+export function inAuditedTransaction<T>(
+  exec: Executor,
+  fn: (tx: Executor) => Promise<T>,
+  idOf?: (result: T) => string | undefined,
+): Promise<T> {
+  return inTransaction(exec, async (tx) => {
+    const result = await fn(tx);
+    await recordAuditInTransaction(tx, idOf?.(result));
+    return result;
+  });
 }

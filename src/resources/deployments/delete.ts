@@ -4,6 +4,7 @@ import type { Database, Executor } from "../../db/client.ts";
 import type { WorkspaceCaller } from "../../http/auth.ts";
 import { notFound } from "../../http/errors.ts";
 import type { DeploymentStatus } from "../../reconciler/states.ts";
+import { inAuditedTransaction } from "../audit-log/scope.ts";
 import { deleteTracingProjects, detachTracingProjects } from "../tracing-projects/store.ts";
 import type { BulkDeleteResult } from "./delete-schema.ts";
 import { lockDeployment, moveDeployment, removeDeployment } from "./store.ts";
@@ -46,7 +47,9 @@ export async function deleteDeployment(
   opts: DeleteOptions,
 ): Promise<void> {
   const immediate = !reconciler.enabled;
-  const found = await db.orm.transaction((tx) => markForDeletion(tx, caller, id, { ...opts, immediate }));
+  const found = await inAuditedTransaction(db.orm, (tx) =>
+    markForDeletion(tx, caller, id, { ...opts, immediate }),
+  );
   if (!found) throw notFound("Deployment not found.");
   if (!immediate) await db.notify(WORK_CHANNEL, id);
 }
@@ -64,7 +67,7 @@ export async function deleteDeployments(
 ): Promise<BulkDeleteResult[]> {
   const immediate = !reconciler.enabled;
   const ordered = [...ids].sort();
-  const found = await db.orm.transaction(async (tx) => {
+  const found = await inAuditedTransaction(db.orm, async (tx) => {
     const deleted = new Set<string>();
     for (const id of ordered) {
       if (await markForDeletion(tx, caller, id, { ...opts, immediate })) deleted.add(id);

@@ -4,6 +4,7 @@ import { isUniqueViolation } from "../../db/errors.ts";
 import type { WorkspaceCaller } from "../../http/auth.ts";
 import { conflict, invalid, notFound } from "../../http/errors.ts";
 import { listenerKeyIds } from "../api-keys/store.ts";
+import { inAuditedTransaction } from "../audit-log/scope.ts";
 import { listenerDeploymentRows } from "../deployments/store.ts";
 import type {
   CreateListenerBody,
@@ -71,16 +72,21 @@ export async function createListener(
   body: CreateListenerBody,
 ): Promise<Listener> {
   try {
-    const row = await insertListener(
+    const row = await inAuditedTransaction(
       exec,
-      {
-        organizationId: caller.organizationId,
-        workspaceId: caller.workspaceId,
-        computeId: body.compute_id,
-        computeConfig: { k8s_namespaces: body.compute_config.k8s_namespaces ?? null },
-        version: body.version ?? null,
-      },
-      settings.timeoutS,
+      (tx) =>
+        insertListener(
+          tx,
+          {
+            organizationId: caller.organizationId,
+            workspaceId: caller.workspaceId,
+            computeId: body.compute_id,
+            computeConfig: { k8s_namespaces: body.compute_config.k8s_namespaces ?? null },
+            version: body.version ?? null,
+          },
+          settings.timeoutS,
+        ),
+      (r) => r.id,
     );
     return toListener(row);
   } catch (err) {
@@ -102,7 +108,7 @@ export async function patchListener(
   id: string,
   body: PatchListenerBody,
 ): Promise<Listener> {
-  return db.orm.transaction(async (tx) => {
+  return inAuditedTransaction(db.orm, async (tx) => {
     const row = await lockListener(tx, workspaceId, id, settings.timeoutS);
     if (!row) throw notFoundListener(id);
     let computeConfig: Record<string, unknown> = row.compute_config;
@@ -133,7 +139,7 @@ export async function patchListener(
  * process then drops from its auth cache.
  */
 export async function deleteListener(db: Database, workspaceId: string, id: string): Promise<string[]> {
-  const keyIds = await db.orm.transaction(async (tx) => {
+  const keyIds = await inAuditedTransaction(db.orm, async (tx) => {
     const row = await lockListener(tx, workspaceId, id, 0);
     if (!row) throw notFoundListener(id);
     const using = await listenerDeploymentRows(tx, id);

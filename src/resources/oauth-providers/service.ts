@@ -7,6 +7,7 @@ import { isUniqueViolation } from "../../db/errors.ts";
 import type { CodeChallengeMethod, TokenEndpointAuthMethod } from "../../db/schema/oauth.ts";
 import { conflict, notFound, ValidationFailed } from "../../http/errors.ts";
 import { iso } from "../../http/schemas.ts";
+import { inAuditedTransaction } from "../audit-log/scope.ts";
 import { resolvedUrlProblems, settingsProblems } from "./rules.ts";
 import type { CreateProviderBody, OAuthProvider, PatchProviderBody } from "./schema.ts";
 import {
@@ -164,21 +165,26 @@ export async function createProvider(
     )),
   );
   if (problems.length > 0) throw new ValidationFailed(problems);
-  return insertProvider(exec, env.keyring, organizationId, {
-    providerId: body.provider_id,
-    name: body.name,
-    clientId: body.client_id,
-    clientSecret: secret,
-    authUrl: body.auth_url,
-    tokenUrl: body.token_url,
-    usesPkce,
-    codeChallengeMethod: pkceMethod,
-    tokenEndpointAuthMethod: method,
-    providerType: body.provider_type ?? null,
-    mcpServerUrl: body.mcp_server_url ?? null,
-    isDynamicClient: false,
-    issuer: null,
-  });
+  return inAuditedTransaction(
+    exec,
+    (tx) =>
+      insertProvider(tx, env.keyring, organizationId, {
+        providerId: body.provider_id,
+        name: body.name,
+        clientId: body.client_id,
+        clientSecret: secret,
+        authUrl: body.auth_url,
+        tokenUrl: body.token_url,
+        usesPkce,
+        codeChallengeMethod: pkceMethod,
+        tokenEndpointAuthMethod: method,
+        providerType: body.provider_type ?? null,
+        mcpServerUrl: body.mcp_server_url ?? null,
+        isDynamicClient: false,
+        issuer: null,
+      }),
+    (pr) => pr.id,
+  );
 }
 
 export async function getProvider(
@@ -201,7 +207,7 @@ export async function patchProvider(
     { auth_url: body.auth_url, token_url: body.token_url },
     env.config,
   );
-  return exec.transaction(async (tx) => {
+  return inAuditedTransaction(exec, async (tx) => {
     const row = await providerBySlug(tx, organizationId, slug, true);
     if (!row) throw notFound(`OAuth provider "${slug}" not found.`);
     const usesPkce = body.uses_pkce ?? row.usesPkce;
@@ -247,7 +253,7 @@ export async function deleteProvider(
   organizationId: string,
   slug: string,
 ): Promise<OAuthProvider> {
-  const row = await deleteProviderRow(exec, organizationId, slug);
+  const row = await inAuditedTransaction(exec, (tx) => deleteProviderRow(tx, organizationId, slug));
   if (!row) throw notFound(`OAuth provider "${slug}" not found.`);
   return toProvider(row);
 }

@@ -1,6 +1,7 @@
 import type { Executor } from "../../db/client.ts";
 import { notFound } from "../../http/errors.ts";
 import { iso } from "../../http/schemas.ts";
+import { inAuditedTransaction } from "../audit-log/scope.ts";
 import type { FlowEnv } from "../oauth-flows/env.ts";
 import { getProviderRow } from "../oauth-providers/service.ts";
 import type { TokenOwner } from "./owner.ts";
@@ -70,7 +71,7 @@ export async function patchMetadata(
   id: string,
   body: TokenMetadataBody,
 ): Promise<OAuthTokenSummary> {
-  return exec.transaction(async (tx) => {
+  return inAuditedTransaction(exec, async (tx) => {
     const { token, provider } = await ownedToken(tx, owner, id);
     const label = body.provider_account_label;
     if (label == null && body.is_default == null) return toSummary(token, provider.providerId);

@@ -3,6 +3,7 @@ import { isUniqueViolation } from "../../db/errors.ts";
 import { conflict } from "../../http/errors.ts";
 import { iso } from "../../http/schemas.ts";
 import { insertApiKey } from "../api-keys/service.ts";
+import { inAuditedTransaction } from "../audit-log/scope.ts";
 import { insertWorkspace } from "../workspaces/service.ts";
 import type { Organization, OrganizationCreated } from "./schema.ts";
 import {
@@ -32,19 +33,23 @@ export interface NewOrganization {
 /** An organization with its `default` workspace and a first admin key, in one transaction. */
 export async function createOrganization(orm: Orm, input: NewOrganization): Promise<OrganizationCreated> {
   try {
-    return await orm.transaction(async (tx) => {
-      const created = await insertOrganizationRow(tx, input.name);
-      const ws = await insertWorkspace(tx, created.id, "default");
-      const withDefault = await setDefaultWorkspace(tx, created.id, ws.id);
-      const key = await insertApiKey(tx, {
-        organizationId: created.id,
-        role: "admin",
-        isSystem: input.isSystem ?? false,
-        description: input.isSystem ? "bootstrap system key" : "first admin key",
-        key: input.key,
-      });
-      return { ...toOrganization(withDefault), api_key: key };
-    });
+    return await inAuditedTransaction(
+      orm,
+      async (tx) => {
+        const created = await insertOrganizationRow(tx, input.name);
+        const ws = await insertWorkspace(tx, created.id, "default");
+        const withDefault = await setDefaultWorkspace(tx, created.id, ws.id);
+        const key = await insertApiKey(tx, {
+          organizationId: created.id,
+          role: "admin",
+          isSystem: input.isSystem ?? false,
+          description: input.isSystem ? "bootstrap system key" : "first admin key",
+          key: input.key,
+        });
+        return { ...toOrganization(withDefault), api_key: key };
+      },
+      (org) => org.id,
+    );
   } catch (err) {
     if (isUniqueViolation(err)) throw conflict(`An organization named "${input.name}" already exists.`);
     throw err;

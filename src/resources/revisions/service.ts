@@ -4,6 +4,7 @@ import type { Database, Reader } from "../../db/client.ts";
 import type { WorkspaceCaller } from "../../http/auth.ts";
 import { badRequest, notFound } from "../../http/errors.ts";
 import { isTerminal, REVISION_STATUSES } from "../../reconciler/states.ts";
+import { inAuditedTransaction } from "../audit-log/scope.ts";
 import { commaList } from "../deployments/list.ts";
 import { insertRevision, readRevisionContent } from "../deployments/revision-writer.ts";
 import { deploymentExists, lockDeployment } from "../deployments/store.ts";
@@ -78,7 +79,7 @@ export async function interruptRevision(
   deploymentId: string,
   revisionId: string,
 ): Promise<string> {
-  const revision = await db.orm.transaction(async (tx) => {
+  const revision = await inAuditedTransaction(db.orm, async (tx) => {
     const status = await lockRevisionStatus(tx, caller.workspaceId, deploymentId, revisionId);
     if (status === undefined) throw notFound("Revision not found.");
     if (isTerminal(status)) {

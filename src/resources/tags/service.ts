@@ -1,6 +1,7 @@
 import type { Executor } from "../../db/client.ts";
 import { isUniqueViolation } from "../../db/errors.ts";
 import { conflict, invalid, notFound } from "../../http/errors.ts";
+import { inAuditedTransaction } from "../audit-log/scope.ts";
 import { deploymentExists } from "../deployments/store.ts";
 import type { DeploymentTag, TagKey, TagValue } from "./schema.ts";
 import {
@@ -23,7 +24,11 @@ export function listTagKeys(exec: Executor, workspaceId: string): Promise<TagKey
 
 export async function createTagKey(exec: Executor, workspaceId: string, key: string): Promise<TagKey> {
   try {
-    return await insertTagKey(exec, workspaceId, key);
+    return await inAuditedTransaction(
+      exec,
+      (tx) => insertTagKey(tx, workspaceId, key),
+      (k) => k.id,
+    );
   } catch (err) {
     if (isUniqueViolation(err)) throw conflict(`A tag key "${key}" already exists in this workspace.`);
     throw err;
@@ -32,7 +37,7 @@ export async function createTagKey(exec: Executor, workspaceId: string, key: str
 
 /** Deleting a key deletes its values and every tagging with them. */
 export async function deleteTagKey(exec: Executor, workspaceId: string, keyId: string): Promise<TagKey> {
-  const row = await deleteTagKeyRow(exec, workspaceId, keyId);
+  const row = await inAuditedTransaction(exec, (tx) => deleteTagKeyRow(tx, workspaceId, keyId));
   if (!row) throw notFound("Tag key not found.");
   return row;
 }
@@ -55,7 +60,11 @@ export async function createTagValue(
 ): Promise<TagValue> {
   await assertKey(exec, workspaceId, keyId);
   try {
-    return await insertTagValue(exec, keyId, value);
+    return await inAuditedTransaction(
+      exec,
+      (tx) => insertTagValue(tx, keyId, value),
+      (v) => v.id,
+    );
   } catch (err) {
     if (isUniqueViolation(err)) throw conflict(`The tag key already has a value "${value}".`);
     throw err;
@@ -68,7 +77,7 @@ export async function deleteTagValue(
   keyId: string,
   valueId: string,
 ): Promise<TagValue> {
-  const row = await deleteTagValueRow(exec, workspaceId, keyId, valueId);
+  const row = await inAuditedTransaction(exec, (tx) => deleteTagValueRow(tx, workspaceId, keyId, valueId));
   if (!row) throw notFound("Tag value not found.");
   return row;
 }

@@ -3,7 +3,7 @@ import { principalOf } from "../../http/auth.ts";
 import { forbidden } from "../../http/errors.ts";
 import type { App } from "../../http/types.ts";
 import { CreateWorkspaceBody, Workspace } from "./schema.ts";
-import { insertWorkspace, listWorkspaces } from "./service.ts";
+import { createWorkspace, listWorkspaces } from "./service.ts";
 
 const tags = ["workspaces"];
 
@@ -36,7 +36,7 @@ export async function workspaceRoutes(app: App): Promise<void> {
     async (request, reply) => {
       const p = principalOf(request);
       if (p.boundWorkspaceId !== null) throw forbidden("A workspace-bound API key cannot create workspaces.");
-      return reply.code(201).send(await insertWorkspace(orm, p.organizationId, request.body.name));
+      return reply.code(201).send(await createWorkspace(orm, p.organizationId, request.body.name));
     },
   );
 }

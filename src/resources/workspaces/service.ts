@@ -2,6 +2,7 @@ import type { Executor } from "../../db/client.ts";
 import { isUniqueViolation } from "../../db/errors.ts";
 import { conflict } from "../../http/errors.ts";
 import { iso } from "../../http/schemas.ts";
+import { inAuditedTransaction } from "../audit-log/scope.ts";
 import type { Workspace } from "./schema.ts";
 import { insertWorkspaceRow, type WorkspaceRow as Row, workspaceRows } from "./store.ts";
 
@@ -21,6 +22,15 @@ export async function insertWorkspace(
       throw conflict(`A workspace named "${name}" already exists in this organization.`);
     throw err;
   }
+}
+
+/** POST /v1/workspaces: the workspace and the write's audit record commit together. */
+export function createWorkspace(exec: Executor, organizationId: string, name: string): Promise<Workspace> {
+  return inAuditedTransaction(
+    exec,
+    (tx) => insertWorkspace(tx, organizationId, name),
+    (w) => w.id,
+  );
 }
 
 /** A workspace-bound key sees only its own workspace. */
