@@ -1,6 +1,7 @@
 import type { ServerResponse } from "node:http";
 import { LOGS_CHANNEL } from "../../db/channels.ts";
 import type { Database } from "../../db/client.ts";
+import { streamSse } from "../../http/sse.ts";
 import { isTerminal } from "../../reconciler/states.ts";
 import { revisionStatus } from "../revisions/store.ts";
 import type { LogsQuery } from "./schema.ts";
@@ -8,9 +9,6 @@ import { logsAfter } from "./service.ts";
 import { lastLineIdAt } from "./store.ts";
 
 const BATCH = 500;
-/** Fallback when a NOTIFY is missed (another process's listener reconnecting, say). */
-const POLL_MS = 1000;
-const HEARTBEAT_MS = 15_000;
 
 /**
  * Streams a revision's log lines as server-sent events: what is stored, then new lines as they
@@ -30,58 +28,25 @@ export async function followLogs(
   if (after === "0" && q.since) {
     after = await lastLineIdAt(db.orm, revisionId, q.since);
   }
-  res.writeHead(200, {
-    ...headers,
-    "content-type": "text/event-stream; charset=utf-8",
-    "cache-control": "no-cache",
-    "x-accel-buffering": "no",
-  });
-  res.write(": following\n\n");
-
-  let closed = false;
-  let wake: () => void = () => {};
-  const onClose = () => {
-    closed = true;
-    wake();
-  };
-  res.on("close", onClose);
-  // A write racing the client's departure must not become an unhandled error.
-  res.on("error", () => {});
-  const unlisten = await db.listen(LOGS_CHANNEL, (payload) => {
-    if (payload === revisionId) wake();
-  });
-  const heartbeat = setInterval(() => {
-    if (!closed) res.write(": keep-alive\n\n");
-  }, HEARTBEAT_MS);
-  try {
-    while (!closed) {
+  await streamSse(db, res, headers, {
+    channel: LOGS_CHANNEL,
+    concerns: (payload) => payload === revisionId,
+    read: async () => {
       // Status first: lines stored before it turned terminal are then all in the next read.
       const status = await revisionStatus(db.orm, revisionId);
       const batch = await logsAfter(db.orm, revisionId, q.type, after, BATCH);
-      if (closed) break;
-      for (const line of batch) {
-        res.write(
-          `id: ${line.id}\ndata: ${JSON.stringify({ at: line.at, line: line.line, stream: line.stream })}\n\n`,
-        );
-        after = line.id;
-      }
-      if (batch.length === BATCH) continue;
-      if (status === undefined || (q.type === "build" && isTerminal(status))) {
-        res.write(`event: end\ndata: ${JSON.stringify({ status: status ?? null })}\n\n`);
-        break;
-      }
-      await new Promise<void>((resolve) => {
-        const t = setTimeout(resolve, POLL_MS);
-        wake = () => {
-          clearTimeout(t);
-          resolve();
-        };
-      });
-    }
-  } finally {
-    clearInterval(heartbeat);
-    res.off("close", onClose);
-    await unlisten();
-    if (!res.writableEnded) res.end();
-  }
+      const last = batch.at(-1);
+      if (last) after = last.id;
+      const full = batch.length === BATCH;
+      const ends = !full && (status === undefined || (q.type === "build" && isTerminal(status)));
+      return {
+        frames: batch.map(
+          (line) =>
+            `id: ${line.id}\ndata: ${JSON.stringify({ at: line.at, line: line.line, stream: line.stream })}\n\n`,
+        ),
+        full,
+        ...(ends ? { end: `event: end\ndata: ${JSON.stringify({ status: status ?? null })}\n\n` } : {}),
+      };
+    },
+  });
 }
