@@ -96,20 +96,36 @@ const deployment = (ctx: TestContext, id: string) =>
     `/v2/deployments/${id}`,
   ).then((r) => r.body);
 
+/** A reconciler for the suite, with the real source resolver: a listener's revisions are images, handed over as they are. */
+function runReconciler(suite: { readonly ctx: TestContext }): void {
+  let reconciler: Reconciler;
+  before(async () => {
+    reconciler = makeReconciler(suite.ctx, new ScriptedRuntime(), {
+      resolveSource: sourceResolver(suite.ctx.db.orm, suite.ctx.config),
+    });
+    await reconciler.start();
+  });
+  after(async () => {
+    await reconciler.stop();
+  });
+}
+
+/** A deployment on the listener in namespace `apps`, rolled out: its first revision DEPLOYED. */
+async function deployedOn(ctx: TestContext, agent: Agent) {
+  const d = await createDocker(ctx, {
+    source_config: { listener_id: agent.id, listener_config: { k8s_namespace: "apps" } },
+  });
+  const r1 = String(d.latest_revision_id);
+  await pollUntil(ctx, agent, d.id, r1);
+  await report(ctx, agent, [{ revision_id: r1, state: "available" }]);
+  assert.equal(await waitForRevision(ctx.db, r1), "DEPLOYED");
+  return { d, r1 };
+}
+
 forEachDatabase(
   "listener protocol",
   (suite) => {
-    let reconciler: Reconciler;
-    before(async () => {
-      // The real source resolver: a listener's revisions are images, handed over as they are.
-      reconciler = makeReconciler(suite.ctx, new ScriptedRuntime(), {
-        resolveSource: sourceResolver(suite.ctx.db.orm, suite.ctx.config),
-      });
-      await reconciler.start();
-    });
-    after(async () => {
-      await reconciler.stop();
-    });
+    runReconciler(suite);
 
     it("deploy: desired lists the revision with its decrypted env; available → DEPLOYED; PATCH → new rollout", async () => {
       const ctx = suite.ctx;
@@ -175,13 +191,7 @@ forEachDatabase(
     it("a failed rollout → DEPLOY_FAILED with the reason; the old revision is desired again and stays active", async () => {
       const ctx = suite.ctx;
       const agent = await registerListener(ctx);
-      const d = await createDocker(ctx, {
-        source_config: { listener_id: agent.id, listener_config: { k8s_namespace: "apps" } },
-      });
-      const r1 = String(d.latest_revision_id);
-      await pollUntil(ctx, agent, d.id, r1);
-      await report(ctx, agent, [{ revision_id: r1, state: "available" }]);
-      assert.equal(await waitForRevision(ctx.db, r1), "DEPLOYED");
+      const { d, r1 } = await deployedOn(ctx, agent);
       const patched = await call<{ latest_revision_id: string }>(ctx, "PATCH", `/v2/deployments/${d.id}`, {
         source_revision_config: { image_uri: "registry.example/broken:2" },
       });
@@ -203,13 +213,7 @@ forEachDatabase(
     it("interrupt a rollout → INTERRUPTED, the old revision is desired again; redeploy rolls it out anew", async () => {
       const ctx = suite.ctx;
       const agent = await registerListener(ctx);
-      const d = await createDocker(ctx, {
-        source_config: { listener_id: agent.id, listener_config: { k8s_namespace: "apps" } },
-      });
-      const r1 = String(d.latest_revision_id);
-      await pollUntil(ctx, agent, d.id, r1);
-      await report(ctx, agent, [{ revision_id: r1, state: "available" }]);
-      assert.equal(await waitForRevision(ctx.db, r1), "DEPLOYED");
+      const { d, r1 } = await deployedOn(ctx, agent);
       const patched = await call<{ latest_revision_id: string }>(ctx, "PATCH", `/v2/deployments/${d.id}`, {
         source_revision_config: { image_uri: "registry.example/app:3" },
       });
@@ -235,13 +239,7 @@ forEachDatabase(
     it("delete: the deployment leaves the desired state and is removed", async () => {
       const ctx = suite.ctx;
       const agent = await registerListener(ctx);
-      const d = await createDocker(ctx, {
-        source_config: { listener_id: agent.id, listener_config: { k8s_namespace: "apps" } },
-      });
-      const r1 = String(d.latest_revision_id);
-      await pollUntil(ctx, agent, d.id, r1);
-      await report(ctx, agent, [{ revision_id: r1, state: "available" }]);
-      assert.equal(await waitForRevision(ctx.db, r1), "DEPLOYED");
+      const { d } = await deployedOn(ctx, agent);
       assert.equal((await call(ctx, "DELETE", `/v2/deployments/${d.id}`)).status, 204);
       await pollUntil(ctx, agent, d.id, null);
       await until("the deployment is removed", async () =>
@@ -286,28 +284,12 @@ forEachDatabase(
 forEachDatabase(
   "listener timeout",
   (suite) => {
-    let reconciler: Reconciler;
-    before(async () => {
-      // The real source resolver: a listener's revisions are images, handed over as they are.
-      reconciler = makeReconciler(suite.ctx, new ScriptedRuntime(), {
-        resolveSource: sourceResolver(suite.ctx.db.orm, suite.ctx.config),
-      });
-      await reconciler.start();
-    });
-    after(async () => {
-      await reconciler.stop();
-    });
+    runReconciler(suite);
 
     it("a silent listener → DISCONNECTED and its deployments UNKNOWN; a report → CONNECTED and READY", async () => {
       const ctx = suite.ctx;
       const agent = await registerListener(ctx);
-      const d = await createDocker(ctx, {
-        source_config: { listener_id: agent.id, listener_config: { k8s_namespace: "apps" } },
-      });
-      const r1 = String(d.latest_revision_id);
-      await pollUntil(ctx, agent, d.id, r1);
-      await report(ctx, agent, [{ revision_id: r1, state: "available" }]);
-      assert.equal(await waitForRevision(ctx.db, r1), "DEPLOYED");
+      const { d, r1 } = await deployedOn(ctx, agent);
       await until("the deployment turns UNKNOWN", async () =>
         (await deployment(ctx, d.id)).status === "UNKNOWN" ? true : undefined,
       );
