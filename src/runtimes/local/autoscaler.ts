@@ -121,7 +121,7 @@ export class Autoscaler {
     return this.changed(
       now,
       wanted,
-      `average ${say(stable)} in all over ${windowMs / 1000} s needs ${wanted} (target ${say(target)} per process) for ${Math.round((now - this.lowSince) / 1000)} s`,
+      `${say(stable)} in all on average over ${windowMs / 1000} s needs ${wanted} (target ${say(target)} per process) for ${Math.round((now - this.lowSince) / 1000)} s`,
     );
   }
 
