@@ -8,7 +8,7 @@ import { type RunningReconciler, startReconciler } from "../../src/reconciler/st
 import { forEachDatabase } from "../helpers/harness.ts";
 import { REDIS_APP_JS, REDIS_WORKER_JS } from "../helpers/redis-app.ts";
 import { waitForRevision } from "../helpers/wait.ts";
-import { Api, appGet, type Deployment, e2eEnv, freePort, gitRoot } from "./stack.ts";
+import { Api, appGet, e2eEnv, freePort, gitRoot } from "./stack.ts";
 
 /**
  * Issue 11's first "done when", end to end through the API, the reconciler, the sandbox and the

@@ -49,7 +49,10 @@ export const RESOURCE_FIELDS: Readonly<Record<string, FieldRule>> = {
   },
   memory_mb: { handling: "default", why: "a request; its default limit is memory_limit_mb" },
   memory_limit_mb: { handling: "enforced", why: "data-segment rlimit and a memory cgroup per process" },
-  queue_min_scale: { handling: "enforced", why: "the fewest queue workers (app config `worker`); at least 1" },
+  queue_min_scale: {
+    handling: "enforced",
+    why: "the fewest queue workers (app config `worker`); at least 1",
+  },
   queue_max_scale: { handling: "enforced", why: "the most queue workers, scaled on their cpu; at most 8" },
   queue_cpu: { handling: "default", why: "a request; its default limit is queue_cpu_limit" },
   queue_cpu_limit: {
