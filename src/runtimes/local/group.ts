@@ -1,5 +1,5 @@
 import type { ProcessInfo } from "../interface.ts";
-import { Autoscaler, type AutoscaleSettings, CPU } from "./autoscaler.ts";
+import { Autoscaler, type AutoscaleSettings, CPU, type Decision } from "./autoscaler.ts";
 import { CpuMeter } from "./cpu-usage.ts";
 import { abortError } from "./exec.ts";
 import type { Replica } from "./replica.ts";
@@ -200,15 +200,8 @@ export class RevisionGroup {
     const now = Date.now();
     this.autoscalers.api.observe(now, this.traffic.takeAverage());
     if (this.waking === undefined) {
-      this.apply(
-        "api",
-        this.autoscalers.api.decide(
-          now,
-          this.procs.api.length,
-          this.traffic.lastRequestAt,
-          this.traffic.inflight,
-        ),
-      );
+      const { lastRequestAt, inflight } = this.traffic;
+      this.apply("api", (n) => this.autoscalers.api.decide(now, n, lastRequestAt, inflight));
     }
     if (this.procs.queue.length > 0 && !this.measuring) {
       this.measuring = true;
@@ -227,13 +220,15 @@ export class RevisionGroup {
     const now = Date.now();
     const total = await this.cpu.sample(groups, now);
     this.autoscalers.queue.observe(now, total);
-    this.apply("queue", this.autoscalers.queue.decide(now, this.procs.queue.length));
+    this.apply("queue", (n) => this.autoscalers.queue.decide(now, n));
   }
 
-  private apply(type: ProcessType, decision: { desired: number; reason: string } | undefined): void {
-    if (this.scaling[type] !== undefined || this.stopped || decision === undefined) return;
+  /** Asks `decide` (with the current count) only when no change of `type` is under way, and applies it. */
+  private apply(type: ProcessType, decide: (current: number) => Decision | undefined): void {
+    if (this.scaling[type] !== undefined || this.stopped) return;
     const current = this.procs[type].length;
-    if (decision.desired === current) return;
+    const decision = decide(current);
+    if (decision === undefined || decision.desired === current) return;
     const what = type === "api" ? "API processes" : "queue workers";
     this.log(`slipway: scaling ${what} from ${current} to ${decision.desired}: ${decision.reason}`);
     this.scaling[type] = (
