@@ -101,35 +101,34 @@ export async function planLaunch(p: PlanInput): Promise<LaunchPlan> {
   const confined = await p.confiner.confine(spec.deploymentId, appDir, false);
   if (!confined.sandboxed) log(UNSANDBOXED_WARNING);
   const env = { ...confined.env, ...built.env, ...spec.env };
-  const types = built.worker === undefined ? (["api"] as const) : (["api", "queue"] as const);
-  const launches = new Map<"api" | "queue", Launch>();
-  for (const kind of types) {
+  /** Each type with its own limits (queue_* over the API's: scale-defaults.ts), logged once. */
+  const launchOf = (kind: "api" | "queue", command: string): Launch => {
     const memoryMb = kind === "api" ? scale.memoryLimitMb : scale.queueMemoryLimitMb;
     const cpus = cpuCgroup ? boundCpus(kind === "api" ? scale.cpus : scale.queueCpus, log) : undefined;
     const name = kind === "api" ? "API process" : "queue worker";
     const heap = memoryMb === undefined ? undefined : heapCapped(env.NODE_OPTIONS, memoryMb);
-    if (memoryMb !== undefined && heap !== undefined) {
+    if (heap !== undefined) {
       log(
         `slipway: memory limit ${memoryMb} MB per ${name} (data segment limit; Node heap ${heap.heapMb} MB)`,
       );
     }
     if (cpus !== undefined) log(`slipway: cpu limit ${cpus} per ${name} (cgroup cpu controller)`);
-    launches.set(kind, {
+    return {
       kind: "process",
-      command: kind === "queue" && built.worker !== undefined ? built.worker : built.start,
+      command,
       wrap: confined.wrap,
       env: heap === undefined ? {} : { NODE_OPTIONS: heap.value },
       dataLimitBytes: memoryMb === undefined ? undefined : memoryMb * 1024 * 1024,
       cpus,
-    });
-  }
+    };
+  };
+  const api = launchOf("api", built.start);
+  const queue = built.worker === undefined ? api : launchOf("queue", built.worker);
   log(`slipway: api: ${web} process(es)${zero}, deployment_type ${type}: ${built.start}`);
   if (built.worker !== undefined) {
     const q = scale.queue;
     const range = q.min === q.max ? plural(q.min, "process") : `${q.min} to ${q.max} processes`;
     log(`slipway: queue: ${range} (scaled on cpu, never to zero): ${built.worker}`);
   }
-  const api = launches.get("api");
-  if (api === undefined) throw new Error("no launch of the API processes");
-  return { scale, worker: built.worker, env, launch: (kind) => launches.get(kind) ?? api };
+  return { scale, worker: built.worker, env, launch: (kind) => (kind === "api" ? api : queue) };
 }
