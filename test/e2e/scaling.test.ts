@@ -167,7 +167,11 @@ forEachDatabase(
         const ps = await processes(ctx, dep.id);
         return ps.filter((p) => p.type === "api").length === 1;
       });
-      assert.equal(running(await processes(ctx, dep.id), "queue"), 1, "queue workers scale on their cpu, not on requests");
+      assert.equal(
+        running(await processes(ctx, dep.id), "queue"),
+        1,
+        "queue workers scale on their cpu, not on requests",
+      );
       const log = await deployLog();
       assert.ok(
         log.some((l) =>
