@@ -51,7 +51,14 @@ export interface Config {
     healthTimeoutMaxMs: number;
   };
   /** API-process autoscaling and scale to zero of the local runtime (README "Scaling"). */
-  scaling: { targetConcurrency: number; windowMs: number; cooldownMs: number; idleScaleDownMs: number };
+  scaling: {
+    targetConcurrency: number;
+    windowMs: number;
+    cooldownMs: number;
+    idleScaleDownMs: number;
+    /** Queue workers' cpu target, a fraction (SLIPWAY_QUEUE_CPU_TARGET is in percent). */
+    queueCpuTarget: number;
+  };
   containers: {
     engine: "auto" | "podman" | "docker";
     network: "bridge" | "host";
@@ -309,6 +316,7 @@ export function loadConfig(env: Env = process.env): Config {
       windowMs: intVar(env, "SLIPWAY_AUTOSCALE_WINDOW_S", 6, 1, 3600) * 1000,
       cooldownMs: intVar(env, "SLIPWAY_AUTOSCALE_COOLDOWN_S", 30, 1, 86_400) * 1000,
       idleScaleDownMs: intVar(env, "SLIPWAY_IDLE_SCALE_DOWN_S", 300, 1, 31_536_000) * 1000,
+      queueCpuTarget: intVar(env, "SLIPWAY_QUEUE_CPU_TARGET", 70, 1, 100) / 100,
     },
     containers: {
       engine: choiceVar(env, "SLIPWAY_CONTAINER_ENGINE", ["auto", "podman", "docker"] as const),

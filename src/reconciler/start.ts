@@ -28,6 +28,7 @@ export async function startReconciler(deps: AppDeps, logger: ReconcilerLogger): 
       windowMs: config.scaling.windowMs,
       cooldownMs: config.scaling.cooldownMs,
       idleScaleDownMs: config.scaling.idleScaleDownMs,
+      queueCpuTarget: config.scaling.queueCpuTarget,
     },
     containerEngine: config.containers.engine,
     containerNetwork: config.containers.network,

@@ -1,5 +1,5 @@
 import type { Executor } from "../db/client.ts";
-import { setStorageNote } from "../resources/deployments/store.ts";
+import { emitStorageExceeded, setStorageNote } from "../resources/deployments/store.ts";
 import type { Worker } from "./context.ts";
 import { databaseStorage } from "./store.ts";
 import type { LogNote } from "./usage.ts";
@@ -7,8 +7,9 @@ import type { LogNote } from "./usage.ts";
 /**
  * `db_storage_gi` on one machine: PostgreSQL has no per-database quota, so the leader compares each
  * app database's size (pg_database_size) with it and reports crossing it, either way, with a line
- * in the active revision's deploy log and a server log warning. The note stays on the deployment
- * (`storage_note`) so each crossing is reported once. Nothing is stopped or refused.
+ * in the active revision's deploy log; going over is also a server log warning and a
+ * `deployment.storage_exceeded` event. The note stays on the deployment (`storage_note`, its text
+ * kept current while over) so each crossing is reported once. Nothing is stopped or refused.
  */
 
 /** How often a database's size is read (a directory walk on the server); a new active revision at once. */
@@ -41,8 +42,12 @@ export async function checkStorage(w: Worker, tx: Executor): Promise<LogNote[]> 
     const over = limitGi !== undefined && size > limitGi * GiB;
     const note = over ? `its database uses ${gib(size)}, over its db_storage_gi of ${limitGi} GiB` : null;
     if (!(await setStorageNote(tx, r.id, note))) continue;
-    if (note !== null)
+    // Still over (or still within) with another size: the note is updated, nothing reported again.
+    if (over === (r.storage_note !== null)) continue;
+    if (over && limitGi !== undefined) {
       w.log.warn({ deploymentId: r.id, bytes: size }, "reconciler: database over db_storage_gi");
+      await emitStorageExceeded(tx, r.id, size, limitGi * GiB);
+    }
     notes.push({
       revisionId: r.active_revision_id,
       line:

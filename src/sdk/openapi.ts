@@ -11586,7 +11586,7 @@ export interface paths {
                     /** @description Resume after this event id (what the `Last-Event-ID` header also says; the header wins). */
                     last_event_id?: string;
                     /** @description Only these event types (repeat the parameter); all when absent. */
-                    types?: ("deployment.created" | "deployment.deleted" | "deployment.status_changed" | "revision.status_changed" | "listener.status_changed")[];
+                    types?: ("deployment.created" | "deployment.deleted" | "deployment.status_changed" | "deployment.storage_exceeded" | "revision.status_changed" | "listener.status_changed")[];
                 };
                 header?: never;
                 path?: never;
@@ -14437,7 +14437,7 @@ export interface paths {
                     "application/json": {
                         description?: string;
                         enabled?: boolean;
-                        events: ("deployment.created" | "deployment.deleted" | "deployment.status_changed" | "revision.status_changed" | "listener.status_changed")[];
+                        events: ("deployment.created" | "deployment.deleted" | "deployment.status_changed" | "deployment.storage_exceeded" | "revision.status_changed" | "listener.status_changed")[];
                         /** @description Where events are POSTed (https). */
                         url: string;
                     };
@@ -14904,7 +14904,7 @@ export interface paths {
                     "application/json": {
                         description?: string;
                         enabled?: boolean;
-                        events?: ("deployment.created" | "deployment.deleted" | "deployment.status_changed" | "revision.status_changed" | "listener.status_changed")[];
+                        events?: ("deployment.created" | "deployment.deleted" | "deployment.status_changed" | "deployment.storage_exceeded" | "revision.status_changed" | "listener.status_changed")[];
                         /** @description Where events are POSTed (https). */
                         url?: string;
                     };

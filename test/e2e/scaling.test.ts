@@ -136,7 +136,7 @@ forEachDatabase(
         log.some((l) => /^slipway: api: 1 process\(es\), deployment_type dev: node server\.js$/.test(l)),
         log.join("\n"),
       );
-      assert.ok(log.some((l) => l.startsWith("slipway: queue: 1 process (queue_max_scale 1")));
+      assert.ok(log.some((l) => l.startsWith("slipway: queue: 1 process (scaled on cpu, never to zero)")));
     });
 
     it("a load loop scales the API processes from 1 towards max_scale, and back after the cool-down", async () => {
@@ -167,7 +167,11 @@ forEachDatabase(
         const ps = await processes(ctx, dep.id);
         return ps.filter((p) => p.type === "api").length === 1;
       });
-      assert.equal(running(await processes(ctx, dep.id), "queue"), 1, "queue workers are not autoscaled");
+      assert.equal(
+        running(await processes(ctx, dep.id), "queue"),
+        1,
+        "queue workers scale on their cpu, not on requests",
+      );
       const log = await deployLog();
       assert.ok(
         log.some((l) =>

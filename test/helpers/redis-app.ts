@@ -1,13 +1,17 @@
 /**
- * A test app that uses its deployment's Redis through REDIS_URI with a Redis client of its own (a
- * few lines of RESP over node:net, so the app needs no npm install). Every answer is JSON:
+ * Test apps that use their deployment's Redis through REDIS_URI with a Redis client of their own (a
+ * few lines of RESP over node:net, so the apps need no npm install). The web app answers JSON:
  *   GET /push?value=v   RPUSH jobs v, then LRANGE jobs 0 -1 read back on the same connection
  *   GET /jobs           LRANGE jobs 0 -1
+ *   POST /jobs?value=v  LPUSH queue {"id", "value"} for the queue worker; answers 202 {"id"}
+ *   GET /jobs/<id>      the worker's result of job <id> (GET result:<id>), 404 until there is one
  *   GET /uri            whether REDIS_URI is set (never its value)
  *   GET /health, other  {"ok": true}
+ * The queue worker (REDIS_WORKER_JS) takes jobs with BRPOP queue and SETs result:<id> to
+ * {"value": <value upper-cased>, "worker": true}.
  */
-export const REDIS_APP_JS = `
-const http = require("node:http");
+/** RESP encode and parse, and `redis(commands)`: one connection to REDIS_URI, AUTH first. */
+const REDIS_CLIENT_JS = `
 const net = require("node:net");
 
 function encode(args) {
@@ -68,6 +72,11 @@ function redis(commands) {
     socket.write(encode(["AUTH", password]) + commands.map(encode).join(""));
   });
 }
+`;
+
+export const REDIS_APP_JS = `
+const http = require("node:http");
+${REDIS_CLIENT_JS}
 const server = http.createServer(async (req, res) => {
   const url = new URL(req.url, "http://app");
   const send = (body) => { res.setHeader("content-type", "application/json"); res.end(JSON.stringify(body)); };
@@ -75,6 +84,17 @@ const server = http.createServer(async (req, res) => {
     if (url.pathname === "/push") {
       const [pushed, jobs] = await redis([["RPUSH", "jobs", url.searchParams.get("value") || ""], ["LRANGE", "jobs", "0", "-1"]]);
       return send({ pushed, jobs });
+    }
+    if (url.pathname === "/jobs" && req.method === "POST") {
+      const id = require("node:crypto").randomUUID();
+      await redis([["LPUSH", "queue", JSON.stringify({ id, value: url.searchParams.get("value") || "" })]]);
+      res.statusCode = 202;
+      return send({ id });
+    }
+    if (url.pathname.startsWith("/jobs/")) {
+      const [result] = await redis([["GET", "result:" + url.pathname.slice("/jobs/".length)]]);
+      if (result === null) res.statusCode = 404;
+      return send(result === null ? { error: "no result yet" } : JSON.parse(result));
     }
     if (url.pathname === "/jobs") {
       const [jobs] = await redis([["LRANGE", "jobs", "0", "-1"]]);
@@ -89,4 +109,25 @@ const server = http.createServer(async (req, res) => {
 });
 server.listen(Number(process.env.PORT), "127.0.0.1", () => console.log("listening on " + process.env.PORT));
 process.on("SIGTERM", () => server.close(() => process.exit(0)));
+`;
+
+export const REDIS_WORKER_JS = `
+${REDIS_CLIENT_JS}
+let stopping = false;
+process.on("SIGTERM", () => { stopping = true; setTimeout(() => process.exit(0), 100); });
+async function work() {
+  while (!stopping) {
+    try {
+      const [taken] = await redis([["BRPOP", "queue", "1"]]);
+      if (!Array.isArray(taken) || taken.length < 2) continue; // timed out: nothing queued
+      const job = JSON.parse(taken[1]);
+      await redis([["SET", "result:" + job.id, JSON.stringify({ value: String(job.value).toUpperCase(), worker: true })]]);
+      console.log("worker: done " + job.id);
+    } catch (err) {
+      console.error("worker: " + err);
+      await new Promise((r) => setTimeout(r, 500));
+    }
+  }
+}
+work();
 `;

@@ -29,6 +29,17 @@ async function queueWithSpec(ctx: TestContext, dep: string, resourceSpec: Record
   return rev;
 }
 
+/** The `deployment.storage_exceeded` events of a deployment, oldest first. */
+async function storageEvents(ctx: TestContext, dep: string) {
+  const found = await rows<{ body: string }>(
+    ctx.db.orm,
+    sql`SELECT body FROM events WHERE type = 'deployment.storage_exceeded' ORDER BY pk`,
+  );
+  return found
+    .map((r) => JSON.parse(r.body) as { type: string; data: Record<string, unknown> })
+    .filter((e) => e.data.deployment_id === dep);
+}
+
 const connLimit = async (name: string) =>
   (await adminQuery<{ l: number }>("SELECT rolconnlimit AS l FROM pg_roles WHERE rolname = $1", [name]))[0]
     ?.l;
@@ -72,7 +83,7 @@ forEachDatabase(
       }
     });
 
-    it("db_storage_gi: a database over it is reported once in the deploy log and noted on the deployment", async () => {
+    it("db_storage_gi: a database over it is reported once in the deploy log and as an event, and noted on the deployment; each crossing once", async () => {
       const ctx = suite.ctx;
       const runtime = new ScriptedRuntime();
       const dep = await insertDeployment(ctx);
@@ -94,6 +105,35 @@ forEachDatabase(
         await new Promise((resolve) => setTimeout(resolve, 300));
         const warnings = (await logLines(ctx, rev, "deploy")).filter((l) => l.includes("db_storage_gi"));
         assert.equal(warnings.length, 1);
+
+        // The crossing is also an event, once, with the size and the limit in bytes.
+        const first = await storageEvents(ctx, dep);
+        assert.equal(first.length, 1);
+        assert.deepEqual(Object.keys(first[0]?.data ?? {}).sort(), [
+          "deployment_id",
+          "deployment_name",
+          "limit_bytes",
+          "size_bytes",
+          "tenant_id",
+        ]);
+        assert.equal(first[0]?.data.deployment_id, dep);
+        assert.equal(first[0]?.data.tenant_id, ctx.workspaceId);
+        assert.equal(first[0]?.data.limit_bytes, 0);
+        assert.ok(Number(first[0]?.data.size_bytes) > 0);
+
+        // Within it again (1 GiB): a log line and no event; over it again: a second event.
+        const within = await queueWithSpec(ctx, dep, { db_storage_gi: 1 });
+        assert.equal(await waitForRevision(ctx.db, within), "DEPLOYED");
+        await until("the within-again line", async () =>
+          (await logLines(ctx, within, "deploy")).some((l) => l.includes("within its db_storage_gi again")),
+        );
+        assert.equal((await storageEvents(ctx, dep)).length, 1);
+        const over = await queueWithSpec(ctx, dep, { db_storage_gi: 0 });
+        assert.equal(await waitForRevision(ctx.db, over), "DEPLOYED");
+        await until("a second event", async () => (await storageEvents(ctx, dep)).length === 2);
+        assert.ok(
+          (await logLines(ctx, over, "deploy")).some((l) => l.includes("over its db_storage_gi of 0 GiB")),
+        );
       } finally {
         await r.stop();
         await new AppDatabases(TEST_DATABASE_URL, ctx.keyring).drop(dep);

@@ -372,6 +372,26 @@ export async function moveDeployment(
   });
 }
 
+/**
+ * `deployment.storage_exceeded`: its database went over `db_storage_gi` (the reconciler's storage
+ * check calls it once per crossing, in the transaction that notes it).
+ */
+export async function emitStorageExceeded(
+  exec: Executor,
+  id: string,
+  sizeBytes: number,
+  limitBytes: number,
+): Promise<void> {
+  const [d] = await rows<EventSubject>(exec, sql`SELECT ${SUBJECT} FROM deployments WHERE id = ${id}`);
+  if (d === undefined) return;
+  await emit(exec, {
+    organizationId: d.organization_id,
+    workspaceId: d.workspace_id,
+    type: "deployment.storage_exceeded",
+    data: { deployment_id: id, deployment_name: d.name, size_bytes: sizeBytes, limit_bytes: limitBytes },
+  });
+}
+
 /** What an event needs of the deployment it is about. */
 interface EventSubject {
   name: string;

@@ -6,6 +6,7 @@ export const EVENT_TYPES = [
   "deployment.created",
   "deployment.deleted",
   "deployment.status_changed",
+  "deployment.storage_exceeded",
   "revision.status_changed",
   "listener.status_changed",
 ] as const;

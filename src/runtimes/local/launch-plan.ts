@@ -42,22 +42,25 @@ export interface PlanInput {
   fail: (message: string) => never;
 }
 
-function positiveInt(value: unknown): number | undefined {
-  return typeof value === "number" && Number.isInteger(value) && value > 0 ? value : undefined;
-}
-
 const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? "" : word.endsWith("s") ? "es" : "s"}`;
 
-/** `cpu_limit` (else `cpu`) of each process, at most this machine's cores; undefined when unset. */
-function cpusOf(resources: Record<string, unknown>, log: (line: string) => void): number | undefined {
-  const asked = [resources.cpu_limit, resources.cpu].find((v) => typeof v === "number" && v > 0);
-  if (typeof asked !== "number") return undefined;
+/** A cpu limit (scale-defaults.ts resolves which field) at most this machine's cores. */
+function boundCpus(asked: number | undefined, log: (line: string) => void): number | undefined {
+  if (asked === undefined) return undefined;
   const cores = availableParallelism();
   if (asked <= cores) return asked;
   log(
     `slipway: cpu limit ${asked} is above this machine's ${cores} cores; limiting each process to ${cores}`,
   );
   return cores;
+}
+
+/** NODE_OPTIONS capping Node's heap below a memory limit of `memoryMb` (over the app's own). */
+function heapCapped(nodeOptions: string | undefined, memoryMb: number): { heapMb: number; value: string } {
+  // Node sizes its heap from the machine, not from rlimits: cap it so it fails with a clear
+  // "heap out of memory" before the data limit turns allocations into crashes.
+  const heapMb = Math.max(16, Math.floor(memoryMb * 0.75));
+  return { heapMb, value: [nodeOptions, `--max-old-space-size=${heapMb}`].filter(Boolean).join(" ") };
 }
 
 export async function planLaunch(p: PlanInput): Promise<LaunchPlan> {
@@ -94,37 +97,38 @@ export async function planLaunch(p: PlanInput): Promise<LaunchPlan> {
     };
   }
 
-  const memoryMb = positiveInt(scale.memoryLimitMb);
   const appDir = p.layout.appDir(spec.deploymentId, spec.revisionId);
   const confined = await p.confiner.confine(spec.deploymentId, appDir, false);
   if (!confined.sandboxed) log(UNSANDBOXED_WARNING);
   const env = { ...confined.env, ...built.env, ...spec.env };
-  if (memoryMb !== undefined) {
-    // Node sizes its heap from the machine, not from rlimits: cap it so it fails with a clear
-    // "heap out of memory" before the data limit turns allocations into crashes.
-    const heapMb = Math.max(16, Math.floor(memoryMb * 0.75));
-    env.NODE_OPTIONS = [env.NODE_OPTIONS, `--max-old-space-size=${heapMb}`].filter(Boolean).join(" ");
-    log(`slipway: memory limit ${memoryMb} MB per process (data segment limit; Node heap ${heapMb} MB)`);
-  }
-  const cpus = cpuCgroup ? cpusOf(resources, log) : undefined;
-  if (cpus !== undefined) log(`slipway: cpu limit ${cpus} per process (cgroup cpu controller)`);
+  /** Each type with its own limits (queue_* over the API's: scale-defaults.ts), logged once. */
+  const launchOf = (kind: "api" | "queue", command: string): Launch => {
+    const memoryMb = kind === "api" ? scale.memoryLimitMb : scale.queueMemoryLimitMb;
+    const cpus = cpuCgroup ? boundCpus(kind === "api" ? scale.cpus : scale.queueCpus, log) : undefined;
+    const name = kind === "api" ? "API process" : "queue worker";
+    const heap = memoryMb === undefined ? undefined : heapCapped(env.NODE_OPTIONS, memoryMb);
+    if (heap !== undefined) {
+      log(
+        `slipway: memory limit ${memoryMb} MB per ${name} (data segment limit; Node heap ${heap.heapMb} MB)`,
+      );
+    }
+    if (cpus !== undefined) log(`slipway: cpu limit ${cpus} per ${name} (cgroup cpu controller)`);
+    return {
+      kind: "process",
+      command,
+      wrap: confined.wrap,
+      env: heap === undefined ? {} : { NODE_OPTIONS: heap.value },
+      dataLimitBytes: memoryMb === undefined ? undefined : memoryMb * 1024 * 1024,
+      cpus,
+    };
+  };
+  const api = launchOf("api", built.start);
+  const queue = built.worker === undefined ? api : launchOf("queue", built.worker);
   log(`slipway: api: ${web} process(es)${zero}, deployment_type ${type}: ${built.start}`);
   if (built.worker !== undefined) {
     const q = scale.queue;
-    log(
-      `slipway: queue: ${plural(q.min, "process")} (queue_max_scale ${q.max}: no queue metric to scale on locally): ${built.worker}`,
-    );
+    const range = q.min === q.max ? plural(q.min, "process") : `${q.min} to ${q.max} processes`;
+    log(`slipway: queue: ${range} (scaled on cpu, never to zero): ${built.worker}`);
   }
-  return {
-    scale,
-    worker: built.worker,
-    env,
-    launch: (kind) => ({
-      kind: "process",
-      command: kind === "queue" && built.worker !== undefined ? built.worker : built.start,
-      wrap: confined.wrap,
-      dataLimitBytes: memoryMb === undefined ? undefined : memoryMb * 1024 * 1024,
-      cpus,
-    }),
-  };
+  return { scale, worker: built.worker, env, launch: (kind) => (kind === "api" ? api : queue) };
 }

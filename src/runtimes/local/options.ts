@@ -54,8 +54,13 @@ export interface ScalingOptions {
   cooldownMs?: number;
   /** min_scale 0: idle time before every API process stops (SLIPWAY_IDLE_SCALE_DOWN_S). */
   idleScaleDownMs?: number;
-  /** How often the router's traffic is sampled. */
+  /** How often the router's traffic and the queue workers' cpu are sampled. */
   tickMs?: number;
+  /**
+   * Wanted cpu use per queue worker, a share of its cpu limit (else of one core); more, over the
+   * stable window, starts another (SLIPWAY_QUEUE_CPU_TARGET, in percent).
+   */
+  queueCpuTarget?: number;
 }
 
 export const DEFAULT_SCALING: Required<ScalingOptions> = {
@@ -64,4 +69,5 @@ export const DEFAULT_SCALING: Required<ScalingOptions> = {
   cooldownMs: 30_000,
   idleScaleDownMs: 300_000,
   tickMs: 1000,
+  queueCpuTarget: 0.7,
 };

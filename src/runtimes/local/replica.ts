@@ -20,7 +20,15 @@ import type { Wrap } from "./sandbox.ts";
  * sandbox), or a container image.
  */
 export type Launch =
-  | { kind: "process"; command: string; wrap: Wrap; dataLimitBytes?: number; cpus?: number }
+  | {
+      kind: "process";
+      command: string;
+      wrap: Wrap;
+      /** Over the app's environment for this process type (NODE_OPTIONS with its heap cap). */
+      env?: Record<string, string>;
+      dataLimitBytes?: number;
+      cpus?: number;
+    }
   | ({ kind: "container" } & ContainerLaunch);
 
 export interface ReplicaOptions {
@@ -235,7 +243,7 @@ export class Replica {
     let env: Record<string, string>;
     let cwd: string | undefined;
     if (launch.kind === "process") {
-      env = { ...this.o.env, PORT: String(this.port) };
+      env = { ...this.o.env, ...launch.env, PORT: String(this.port) };
       const argv =
         launch.dataLimitBytes === undefined
           ? ["sh", "-c", launch.command]

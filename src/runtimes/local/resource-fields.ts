@@ -33,7 +33,6 @@ export interface FieldRule {
 
 const cpuWhen = (s: Situation) => s.image || s.cpuCgroup;
 const dbWhen = (s: Situation) => s.appDatabase;
-const QUEUE_SHARES = "queue workers run with the API processes' limits (cpu_limit, memory_limit_mb)";
 const NO_ORCHESTRATOR = "the hosted service's orchestrator is not part of the local runtime";
 const NO_EXECUTOR = "the hosted service's executor is not part of the local runtime";
 const SHARED_DB = "the apps' PostgreSQL server is shared; its cpu and memory are the server's own settings";
@@ -50,15 +49,23 @@ export const RESOURCE_FIELDS: Readonly<Record<string, FieldRule>> = {
   },
   memory_mb: { handling: "default", why: "a request; its default limit is memory_limit_mb" },
   memory_limit_mb: { handling: "enforced", why: "data-segment rlimit and a memory cgroup per process" },
-  queue_min_scale: { handling: "enforced", why: "the number of queue workers (app config `worker`)" },
-  queue_max_scale: {
-    handling: "not enforced",
-    why: "no local queue to measure, so queue workers are not autoscaled; queue_min_scale of them run",
+  queue_min_scale: {
+    handling: "enforced",
+    why: "the fewest queue workers (app config `worker`); at least 1",
   },
-  queue_cpu: { handling: "not enforced", why: QUEUE_SHARES },
-  queue_cpu_limit: { handling: "not enforced", why: QUEUE_SHARES },
-  queue_memory_mb: { handling: "not enforced", why: QUEUE_SHARES },
-  queue_memory_limit_mb: { handling: "not enforced", why: QUEUE_SHARES },
+  queue_max_scale: { handling: "enforced", why: "the most queue workers, scaled on their cpu; at most 8" },
+  queue_cpu: { handling: "default", why: "a request; its default limit is queue_cpu_limit" },
+  queue_cpu_limit: {
+    handling: "where possible",
+    why: "the kernel's cpu controller is not writable here, so queue workers share the machine's cpu",
+    // Image revisions have no queue workers, so only the cgroup matters.
+    when: (s) => s.cpuCgroup,
+  },
+  queue_memory_mb: { handling: "default", why: "a request; its default limit is queue_memory_limit_mb" },
+  queue_memory_limit_mb: {
+    handling: "enforced",
+    why: "data-segment rlimit and a memory cgroup per queue worker",
+  },
   orchestrator_cpu: { handling: "not enforced", why: NO_ORCHESTRATOR },
   orchestrator_cpu_limit: { handling: "not enforced", why: NO_ORCHESTRATOR },
   orchestrator_memory_mb: { handling: "not enforced", why: NO_ORCHESTRATOR },

@@ -231,6 +231,13 @@ export class LocalRuntime implements Runtime {
         idleMs: this.scaling.idleScaleDownMs,
         tickMs: this.scaling.tickMs,
       },
+      queueScaling: {
+        min: scale.queue.min,
+        max: scale.queue.max,
+        target: this.scaling.queueCpuTarget,
+        // 100% is a worker's cpu limit where one is enforced, else one core.
+        cpus: launch("queue", 1).cpus ?? 1,
+      },
       drainMs: this.drainTimeoutMs,
     });
     state.starting.add(group);

@@ -16,21 +16,32 @@ export const DEPLOYMENT_TYPE_DEFAULTS: Readonly<
   prod: { minScale: 2, maxScale: 4, memoryLimitMb: undefined, floor: 2 },
 };
 
-/** The scale of the two process types, and the API memory limit, after defaults and bounds. */
+/** The scale of the two process types, and their memory and cpu limits, after defaults and bounds. */
 export interface ScalePlan {
   web: { min: number; max: number };
   /** Queue workers: never fewer than one (they are not scaled to zero). */
   queue: { min: number; max: number };
+  /** API processes' memory limit (MB). */
   memoryLimitMb: number | undefined;
+  /** Queue workers' memory limit (MB): `queue_memory_limit_mb`, else the API processes'. */
+  queueMemoryLimitMb: number | undefined;
+  /** Cores per API process as asked (`cpu_limit`, else `cpu`); the machine's cores bound it later. */
+  cpus: number | undefined;
+  /** Cores per queue worker: `queue_cpu_limit`, else `queue_cpu`, else the API processes'. */
+  queueCpus: number | undefined;
 }
 
 function wholeAtLeast(value: unknown, least: number): number | undefined {
   return typeof value === "number" && Number.isInteger(value) && value >= least ? value : undefined;
 }
 
+const positive = (value: unknown) => (typeof value === "number" && value > 0 ? value : undefined);
+
 /**
- * Resolves `min_scale`, `max_scale`, `queue_min_scale`, `queue_max_scale` and `memory_limit_mb`
- * from the spec over the type's defaults; every value that is adjusted gets a log line saying why.
+ * Resolves `min_scale`, `max_scale`, `queue_min_scale`, `queue_max_scale` and the memory and cpu
+ * limits of both types from the spec over the type's defaults; as in the hosted service, every
+ * `queue_*` field not set takes the API processes' value. Every value that is adjusted gets a log
+ * line saying why.
  * `machineMax` bounds every count (one machine, many apps).
  */
 export function planScale(
@@ -67,7 +78,14 @@ export function planScale(
   }
   const queueMin = Math.max(1, bound("queue_min_scale", read("queue_min_scale", 0, min)));
   const queueMax = Math.max(queueMin, bound("queue_max_scale", read("queue_max_scale", 1, max)));
-  const memory = spec.memory_limit_mb ?? d.memoryLimitMb;
-  const memoryLimitMb = wholeAtLeast(memory, 1);
-  return { web: { min, max }, queue: { min: queueMin, max: queueMax }, memoryLimitMb };
+  const memoryLimitMb = wholeAtLeast(spec.memory_limit_mb ?? d.memoryLimitMb, 1);
+  const cpus = positive(spec.cpu_limit) ?? positive(spec.cpu);
+  return {
+    web: { min, max },
+    queue: { min: queueMin, max: queueMax },
+    memoryLimitMb,
+    queueMemoryLimitMb: wholeAtLeast(spec.queue_memory_limit_mb, 1) ?? memoryLimitMb,
+    cpus,
+    queueCpus: positive(spec.queue_cpu_limit) ?? positive(spec.queue_cpu) ?? cpus,
+  };
 }

@@ -35,6 +35,7 @@ const ALL = [
   "deployment.created",
   "deployment.deleted",
   "deployment.status_changed",
+  "deployment.storage_exceeded",
   "revision.status_changed",
   "listener.status_changed",
 ];

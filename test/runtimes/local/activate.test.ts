@@ -237,7 +237,7 @@ describe("local runtime: activate", () => {
       new RegExp(`Max data size\\s+${256 * 1024 * 1024}\\s+${256 * 1024 * 1024}\\s+bytes`),
     );
     assert.equal(body.nodeOptions, "--max-old-space-size=192");
-    assert.match(ctx.text("deploy"), /memory limit 256 MB per process/);
+    assert.match(ctx.text("deploy"), /memory limit 256 MB per API process/);
     const support = await cgroupSupport();
     if (support !== undefined) {
       // Where the memory controller is writable the kernel enforces the limit on the whole process.

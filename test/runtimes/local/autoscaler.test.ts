@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { Autoscaler, type AutoscaleSettings } from "../../../src/runtimes/local/autoscaler.ts";
+import { Autoscaler, type AutoscaleSettings, CPU } from "../../../src/runtimes/local/autoscaler.ts";
 import { Traffic } from "../../../src/runtimes/local/traffic.ts";
 
 const settings: AutoscaleSettings = {
@@ -52,7 +52,10 @@ describe("autoscaler (pure decisions)", () => {
     assert.deepEqual(early, [], "nothing during the cool-down");
     const later = run(a, 29_000, 40_000, 1, () => current);
     assert.equal(later[0]?.desired, 2, "min 2 is the floor");
-    assert.match(later[0]?.reason ?? "", /needs 2 \(target 10 per process\) for 30 s/);
+    assert.match(
+      later[0]?.reason ?? "",
+      /^1 requests in flight in all on average over 6 s needs 2 \(target 10 requests in flight per process\) for 30 s$/,
+    );
     current = 2;
   });
 
@@ -74,6 +77,27 @@ describe("autoscaler (pure decisions)", () => {
     assert.equal(d?.desired, 0);
     assert.match(d?.reason ?? "", /no request for 5 s \(min_scale 0\)/);
     assert.equal(a.decide(99_000, 0, 0, 0), undefined);
+  });
+
+  it("on cpu (queue workers): up after the window, no panic, down after the cool-down, never to zero", () => {
+    const a = new Autoscaler({ ...settings, min: 1, max: 3, target: 0.7, idleMs: undefined, metric: CPU });
+    let current = 1;
+    // 5 cores' worth on one worker is far past twice the target: still no scale-up before the window.
+    const ups = run(a, 0, 7000, 5, () => current);
+    assert.equal(ups[0]?.at, 6000);
+    assert.equal(ups[0]?.desired, 3, "never past max");
+    assert.match(
+      ups[0]?.reason ?? "",
+      /^average 500% cpu per process over 6 s is above the target of 70% cpu$/,
+    );
+    current = 3;
+    const downs = run(a, 7000, 200_000, 0, () => current);
+    assert.equal(downs[0]?.desired, 1, "down to min 1, and never to zero");
+    assert.match(
+      downs[0]?.reason ?? "",
+      /^0% cpu in all on average over 6 s needs 1 \(target 70% cpu per process\)/,
+    );
+    assert.ok(downs.every((d) => d.desired >= 1));
   });
 
   it("min 1 never goes to zero, however long it is idle", () => {

@@ -65,7 +65,7 @@ describe("local runtime: cpu cgroups", { skip }, () => {
     await rt.prepare(s, ctx);
     await rt.build(s, ctx);
     await rt.activate(s, ctx);
-    assert.match(ctx.text("deploy"), /cpu limit 0\.5 per process \(cgroup cpu controller\)/);
+    assert.match(ctx.text("deploy"), /cpu limit 0\.5 per API process \(cgroup cpu controller\)/);
     assert.ok(!ctx.text("deploy").includes("resource_spec.cpu_limit is not enforced"));
     const body = (await hit(rt, s.deploymentName)).json();
     const cgroups = String(body.cgroups).split("\n");

@@ -42,18 +42,24 @@ describe("local runtime: what each resource_spec field does here", () => {
       here,
     );
     assert.deepEqual(warnings, [
-      "slipway: warning: resource_spec.queue_memory_limit_mb is not enforced locally: queue workers run with the API processes' limits (cpu_limit, memory_limit_mb)",
       "slipway: warning: resource_spec.labels is not enforced locally: a Kubernetes setting; the local runtime runs no pods",
     ]);
     assert.deepEqual(unenforcedWarnings(null, here), []);
     assert.deepEqual(unenforcedWarnings({ queue_max_scale: null }, here), []);
   });
 
-  it("cpu_limit is enforced for images and where the cpu controller is writable; db fields only with an app database", () => {
+  it("cpu_limit is enforced for images and where (queue_cpu_limit: only where) the cpu controller is writable; db fields only with an app database", () => {
     assert.equal(enforcedHere("cpu_limit", here), false);
     assert.equal(enforcedHere("cpu_limit", { ...here, image: true }), true);
     assert.equal(enforcedHere("cpu_limit", { ...here, cpuCgroup: true }), true);
     assert.equal(enforcedHere("redis_cpu_limit", { ...here, image: true }), false);
+    assert.equal(enforcedHere("queue_cpu_limit", here), false);
+    assert.equal(enforcedHere("queue_cpu_limit", { ...here, cpuCgroup: true }), true);
+    assert.equal(enforcedHere("queue_max_scale", here), true);
+    assert.match(
+      unenforcedWarnings({ queue_cpu_limit: 0.5 }, here)[0] ?? "",
+      /queue_cpu_limit is not enforced locally: the kernel's cpu controller is not writable here/,
+    );
     assert.equal(enforcedHere("db_max_connections", here), false);
     assert.equal(enforcedHere("db_max_connections", { ...here, appDatabase: true }), true);
     assert.equal(enforcedHere("db_storage_gi", { ...here, appDatabase: true }), true);

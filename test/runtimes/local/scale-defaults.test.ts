@@ -39,6 +39,23 @@ describe("deployment_type defaults and the scale plan", () => {
     });
   });
 
+  it("queue workers' memory and cpu limits: queue_*_limit, else queue_cpu, else the API processes'", () => {
+    const api = plan({ memory_limit_mb: 512, cpu_limit: 1.5 }, "dev").plan;
+    assert.deepEqual([api.queueMemoryLimitMb, api.cpus, api.queueCpus], [512, 1.5, 1.5]);
+    const own = plan(
+      { memory_limit_mb: 512, cpu: 0.5, queue_memory_limit_mb: 128, queue_cpu_limit: 0.3 },
+      "dev",
+    ).plan;
+    assert.deepEqual(
+      [own.memoryLimitMb, own.queueMemoryLimitMb, own.cpus, own.queueCpus],
+      [512, 128, 0.5, 0.3],
+    );
+    assert.equal(plan({ queue_cpu: 0.2 }, "dev").plan.queueCpus, 0.2);
+    const free = plan({}, "dev_free").plan;
+    assert.equal(free.queueMemoryLimitMb, 256, "the type's default memory limit applies to both");
+    assert.equal(free.queueCpus, undefined);
+  });
+
   it("bad or excessive values are replaced, with a line saying why", () => {
     const { plan: p, lines } = plan({ min_scale: 20, max_scale: 1.5 }, "dev", 8);
     assert.equal(p.web.min, 8);
