@@ -3,7 +3,7 @@ import { driverFor } from "../../codehost/drivers.ts";
 import { findRepository, type HostRepository, normalizeRepoUrl } from "../../codehost/interface.ts";
 import { touchesWatchPaths, watchPathsOf } from "../../codehost/watch-paths.ts";
 import type { Keyring } from "../../crypto/envelope.ts";
-import type { Database, Transaction } from "../../db/client.ts";
+import type { Database, Reader, Transaction } from "../../db/client.ts";
 import { insertRevision, readRevisionContent } from "../deployments/revision-writer.ts";
 import { lockDeployment } from "../deployments/store.ts";
 import type { PushOutcome } from "./schema.ts";
@@ -38,9 +38,9 @@ function namesBranch(ref: string | null, branch: string): boolean {
 }
 
 /** The deployments of the integration a push of this repository and branch concerns. */
-export async function targetsOf(db: Database, integrationId: string, push: Push): Promise<PushTarget[]> {
+export async function targetsOf(exec: Reader, integrationId: string, push: Push): Promise<PushTarget[]> {
   const urls = new Set(push.repoUrls.map(normalizeRepoUrl));
-  const all = await pushTargets(db.orm, integrationId);
+  const all = await pushTargets(exec, integrationId);
   return all.filter((t) => urls.has(normalizeRepoUrl(t.repo_url)) && namesBranch(t.repo_ref, push.branch));
 }
 
@@ -96,7 +96,7 @@ export async function pushRevision(
     return { skipped: "The deployment is being deleted." };
   }
   const content = await readRevisionContent(tx.orm, keyring, d.id, d.latest_revision_id);
-  if (!content || content.source !== "codehost" || !namesBranch(content.config.repo_ref, push.branch)) {
+  if (content?.source !== "codehost" || !namesBranch(content.config.repo_ref, push.branch)) {
     return { skipped: "The deployment no longer builds this branch." };
   }
   if (content.commitSha === push.after) return { skipped: "The latest revision is already at this commit." };
@@ -114,13 +114,17 @@ export async function applyPush(
   push: Push,
   within?: Transaction,
 ): Promise<PushOutcome[]> {
-  const targets = await targetsOf(env.db, integration.id, push);
+  const targets = await targetsOf(within?.orm ?? env.db.orm, integration.id, push);
   const read = fileReader(env.config, integration, push.after);
   const outcomes: PushOutcome[] = [];
   for (const target of targets) {
     const base = { deployment_id: target.id, tenant_id: target.workspace_id, name: target.name };
     if (target.repo_commit_sha === push.after) {
-      outcomes.push({ ...base, revision_id: null, skipped: "The latest revision is already at this commit." });
+      outcomes.push({
+        ...base,
+        revision_id: null,
+        skipped: "The latest revision is already at this commit.",
+      });
       continue;
     }
     const verdict = await watchPathsVerdict(read, target, push);
@@ -133,7 +137,12 @@ export async function applyPush(
       : await env.db.transaction((tx) => pushRevision(tx, env.keyring, target, push));
     outcomes.push(
       "revisionId" in made
-        ? { ...base, revision_id: made.revisionId, skipped: null, ...(verdict.note ? { note: verdict.note } : {}) }
+        ? {
+            ...base,
+            revision_id: made.revisionId,
+            skipped: null,
+            ...(verdict.note ? { note: verdict.note } : {}),
+          }
         : { ...base, revision_id: null, skipped: made.skipped },
     );
   }

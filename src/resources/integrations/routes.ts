@@ -95,7 +95,7 @@ export async function integrationRoutes(app: App): Promise<void> {
         tags,
         summary: "Add a code-host integration (a local git directory or a GitHub App installation)",
         description:
-          "The answer carries `webhook_secret`, the push webhook's secret, this once (README \"Build on push\").",
+          'The answer carries `webhook_secret`, the push webhook\'s secret, this once (README "Build on push").',
         body: CreateIntegrationBody,
         response: { 201: IntegrationWithSecret, 409: errorResponse("Already integrated."), ...UPSTREAM },
       },
@@ -118,8 +118,7 @@ export async function integrationRoutes(app: App): Promise<void> {
         response: { 200: IntegrationWithSecret, 404: errorResponse("No such integration.") },
       },
     },
-    async (request) =>
-      rotateWebhookSecret(orm, keyring, principalOf(request), request.params.integration_id),
+    async (request) => rotateWebhookSecret(orm, keyring, principalOf(request), request.params.integration_id),
   );
 
   await app.register(webhookRoute);

@@ -14,7 +14,7 @@ export const Integration = Type.Object({
   has_webhook_secret: Type.Optional(
     Type.Boolean({
       description:
-        "Whether push webhooks can be verified (README \"Build on push\"); false for integrations made before them until the secret is rotated.",
+        'Whether push webhooks can be verified (README "Build on push"); false for integrations made before them until the secret is rotated.',
     }),
   ),
 });
@@ -100,7 +100,8 @@ export const WebhookAnswer = Type.Object({
   ref: Type.Optional(Type.String()),
   after: Type.Optional(Type.String()),
   deployments: Type.Array(PushOutcome, {
-    description: "Every deployment that builds the pushed repository and branch on push, and what happened to it.",
+    description:
+      "Every deployment that builds the pushed repository and branch on push, and what happened to it.",
   }),
 });
 export type WebhookAnswer = Static<typeof WebhookAnswer>;
