@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { execFile } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { mkdirSync, mkdtempSync, realpathSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -345,6 +346,35 @@ forEachDatabase(
       assert.match((res.json() as Answer).deployments[0]?.skipped ?? "", /already at this commit/);
       await poller.pass();
       assert.equal(await revisionCount(ctx, onPush), appCount + 1);
+    });
+
+    it("the README's openssl + curl post-receive snippet sends a push the webhook accepts", async () => {
+      const ctx = suite.ctx;
+      const server = await ctx.app.listen({ port: 0, host: "127.0.0.1" });
+      const secretFile = join(repos.team, "..", "hook.secret");
+      writeFileSync(secretFile, secret);
+      const old = git(repos.app, "rev-parse", "HEAD");
+      const sha = commitFile(repos.app, "server.js", "snippet");
+      // The snippet as README "Build on push" shows it, with this test's secret file and URL.
+      const snippet = `while read old new ref; do
+  case "$ref" in refs/heads/*) ;; *) continue ;; esac
+  body=$(printf '{"ref":"%s","before":"%s","after":"%s","repository":{"html_url":"file://%s"},"commits":[]}' \\
+    "$ref" "$old" "$new" "$(cd "$(git rev-parse --git-dir)" && pwd -P)")
+  sig=$(printf '%s' "$body" | openssl dgst -sha256 -hmac "$(cat ${secretFile})" | sed 's/^.* //')
+  curl -fsS -H 'content-type: application/json' -H 'x-github-event: push' \\
+    -H "x-github-delivery: $(cat /proc/sys/kernel/random/uuid)" -H "x-hub-signature-256: sha256=$sig" \\
+    --data-binary "$body" "${server}/v1/integrations/forge/codehost/${integrationId}/webhook"
+done`;
+      const out = await new Promise<string>((resolve, reject) => {
+        const child = execFile("sh", ["-c", snippet], { cwd: repos.app }, (err, stdout, stderr) =>
+          err ? reject(new Error(`${err.message}: ${stderr}`)) : resolve(stdout),
+        );
+        child.stdin?.end(`${old} ${sha} refs/heads/main\n`);
+      });
+      const answer = JSON.parse(out) as Answer;
+      assert.equal(answer.deployments[0]?.deployment_id, onPush);
+      assert.notEqual(answer.deployments[0]?.revision_id, null);
+      assert.equal((await latest(ctx, onPush)).sha, sha);
     });
 
     it("rotation: the new secret works at once and the old one is refused", async () => {
