@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import { findRepository } from "../../codehost/interface.ts";
 import { LocalGitDriver } from "../../codehost/local-git/driver.ts";
 import { findIntegration } from "../../codehost/store.ts";
@@ -102,7 +103,13 @@ export class LocalGitPoller {
         await applyPush(
           this.opts,
           integration,
-          { repoUrls: [w.repo_url], branch: w.branch, after: sha, changedFiles },
+          {
+            repoUrls: [w.repo_url],
+            branch: w.branch,
+            after: sha,
+            changedFiles,
+            via: { route: "local_git poller", requestId: randomUUID(), actor: "local_git poller" },
+          },
           tx,
         );
       }

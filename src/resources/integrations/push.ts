@@ -1,9 +1,12 @@
+import { randomUUID } from "node:crypto";
 import type { CodehostConfig, IntegrationRow } from "../../codehost/drivers.ts";
 import { driverFor } from "../../codehost/drivers.ts";
 import { findRepository, type HostRepository, normalizeRepoUrl } from "../../codehost/interface.ts";
 import { touchesWatchPaths, watchPathsOf } from "../../codehost/watch-paths.ts";
 import type { Keyring } from "../../crypto/envelope.ts";
 import type { Database, Reader, Transaction } from "../../db/client.ts";
+import { type AuditScope, withAuditScope } from "../audit-log/scope.ts";
+import { completeAuditRecord } from "../audit-log/store.ts";
 import { insertRevision, readRevisionContent } from "../deployments/revision-writer.ts";
 import { lockDeployment } from "../deployments/store.ts";
 import type { PushOutcome } from "./schema.ts";
@@ -24,6 +27,8 @@ export interface Push {
   after: string;
   /** The paths the push changed; undefined when not known (then `watch_paths` cannot rule it out). */
   changedFiles: string[] | undefined;
+  /** What the audit log records as the request: the webhook route and delivery id, or the poller. */
+  via: { route: string; requestId: string; actor: string };
 }
 
 export interface PushEnv {
@@ -132,9 +137,27 @@ export async function applyPush(
       outcomes.push({ ...base, revision_id: null, skipped: verdict.skip });
       continue;
     }
-    const made = within
-      ? await pushRevision(within, env.keyring, target, push)
-      : await env.db.transaction((tx) => pushRevision(tx, env.keyring, target, push));
+    // No API key acts, so the revision's audit record names the push (keyless, `actor`).
+    const scope: AuditScope = {
+      id: randomUUID(),
+      organizationId: target.organization_id,
+      workspaceId: target.workspace_id,
+      keyId: null,
+      actor: push.via.actor,
+      method: "POST",
+      route: push.via.route,
+      action: "deployments.push",
+      resourceType: "deployments",
+      resourceId: target.id,
+      requestId: push.via.requestId,
+      recorded: false,
+    };
+    const made = await withAuditScope(scope, () =>
+      within
+        ? pushRevision(within, env.keyring, target, push)
+        : env.db.transaction((tx) => pushRevision(tx, env.keyring, target, push)),
+    );
+    if (scope.recorded) await completeAuditRecord(within?.orm ?? env.db.orm, scope.id, 201, target.id);
     outcomes.push(
       "revisionId" in made
         ? {

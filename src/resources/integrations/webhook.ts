@@ -120,6 +120,11 @@ export async function receiveWebhook(
     branch: push.ref.slice("refs/heads/".length),
     after: push.after,
     changedFiles: push.changedFiles,
+    via: {
+      route: "/v1/integrations/forge/codehost/:integration_id/webhook",
+      requestId: d.deliveryId,
+      actor: `code-host push (delivery ${d.deliveryId})`,
+    },
   };
   try {
     const deployments = await applyPush(env, integration, p);
