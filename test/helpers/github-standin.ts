@@ -1,3 +1,4 @@
+// Why over 300 lines: the stand-in implements each GitHub endpoint Slipway calls (app JWT, tokens, repositories, refs, contents) in one server.
 import { createPublicKey, generateKeyPairSync, type KeyObject, randomBytes, verify } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";

@@ -1,3 +1,4 @@
+// Why over 300 lines: one suite per database covers every build-on-push path (signatures, replays, filters, poller, rotation, auth) on a shared fixture.
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
 import { randomUUID } from "node:crypto";
