@@ -38,6 +38,8 @@ export interface Config {
   timeouts: { headersMs: number; requestMs: number; minBodyBytesPerSecond: number; bodyGraceMs: number };
   uploadLimitBytes: number;
   localGitRoots: string[];
+  /** Seconds between the local_git poller's looks at branch heads (README "Build on push"); 0 turns it off. */
+  localGitPollS: number;
   github: { appId: string | undefined; privateKey: string | undefined; apiUrl: string };
   oauth: { allowInsecureLoopback: boolean; allowPlainPkce: boolean };
   apps: {
@@ -294,6 +296,7 @@ export function loadConfig(env: Env = process.env): Config {
       .split(":")
       .filter(Boolean)
       .map((p) => resolve(p)),
+    localGitPollS: intVar(env, "SLIPWAY_LOCAL_GIT_POLL_S", 5, 0, 86_400),
     github: {
       appId: env.SLIPWAY_GITHUB_APP_ID || undefined,
       privateKey: githubKey,

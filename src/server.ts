@@ -6,6 +6,7 @@ import { openDatabase } from "./db/client.ts";
 import { migrate } from "./db/migrate.ts";
 import type { App } from "./http/types.ts";
 import { startReconciler } from "./reconciler/start.ts";
+import { LocalGitPoller } from "./resources/integrations/poller.ts";
 import { WebhookDispatcher } from "./resources/webhooks/dispatcher.ts";
 import { ProcessBoard } from "./runtimes/board.ts";
 
@@ -50,6 +51,15 @@ export async function startServer(
     log: app.log,
   });
   await dispatcher.start();
+  // Every process polls local_git heads; a lock lets one act per pass (SLIPWAY_LOCAL_GIT_POLL_S=0: none).
+  const poller = new LocalGitPoller({
+    db,
+    keyring,
+    config,
+    intervalMs: config.localGitPollS * 1000,
+    log: app.log,
+  });
+  poller.start();
   const reconciler = config.reconciler.enabled
     ? await startReconciler({ config, db, keyring, processes }, app.log)
     : undefined;
@@ -70,6 +80,7 @@ export async function startServer(
       stopping ??= (async () => {
         await app.close();
         await dispatcher.stop();
+        await poller.stop();
         await reconciler?.stop();
         await db.close();
       })();

@@ -36,6 +36,15 @@ describe("config", () => {
     assert.equal(c.reconciler.unusedAfterS, 60);
   });
 
+  it("reads SLIPWAY_LOCAL_GIT_POLL_S: 5 by default, 0 turns the poller off, nonsense fails", () => {
+    assert.equal(loadConfig({}).localGitPollS, 5);
+    assert.equal(loadConfig({ SLIPWAY_LOCAL_GIT_POLL_S: "0" }).localGitPollS, 0);
+    assert.equal(loadConfig({ SLIPWAY_LOCAL_GIT_POLL_S: "30" }).localGitPollS, 30);
+    for (const bad of ["-1", "soon", "1.5", "100000"]) {
+      assert.throws(() => loadConfig({ SLIPWAY_LOCAL_GIT_POLL_S: bad }), ConfigError, bad);
+    }
+  });
+
   it("reads the source and build disk limits", () => {
     const c = loadConfig({
       SLIPWAY_SOURCE_LIMIT_BYTES: "2048",

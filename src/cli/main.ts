@@ -10,6 +10,8 @@ Server commands:
                         with --new (embedded key file only) first generate a new active key
   listener [options]    run in (or beside) a Kubernetes cluster: apply what the control plane
                         wants there and report back (\`slipway listener --help\`)
+  hook post-receive     from a git post-receive hook: send Slipway a signed push so local_git
+                        deployments build at once (\`slipway hook post-receive --help\`)
 
 Server configuration comes from the environment: see README.md.
 
@@ -100,6 +102,25 @@ async function listener(args: string[]): Promise<void> {
   process.exit(0);
 }
 
+async function hook(args: string[]): Promise<void> {
+  const { HOOK_USAGE, postReceive } = await import("./hook.ts");
+  const { UsageError } = await import("./args.ts");
+  if (args[0] !== "post-receive") {
+    console.error(HOOK_USAGE);
+    process.exitCode = 2;
+    return;
+  }
+  const chunks: Buffer[] = [];
+  if (!process.stdin.isTTY) for await (const c of process.stdin) chunks.push(c as Buffer);
+  try {
+    process.exitCode = await postReceive(args.slice(1), Buffer.concat(chunks).toString("utf8"));
+  } catch (err) {
+    if (!(err instanceof UsageError)) throw err;
+    console.error(err.message);
+    process.exitCode = 2;
+  }
+}
+
 async function main(argv: string[]): Promise<void> {
   const [command, ...rest] = argv;
   switch (command) {
@@ -109,6 +130,8 @@ async function main(argv: string[]): Promise<void> {
       return migrateOnly();
     case "listener":
       return listener(rest);
+    case "hook":
+      return hook(rest);
     case "keys":
       if (rest[0] === "rotate") return rotate(rest.slice(1));
       process.exitCode = await runClient("keys", rest);

@@ -27,6 +27,24 @@ export interface CodehostDriver {
   refExists(repo: HostRepository, ref: string): Promise<boolean>;
   /** A URL or path `git clone` can fetch the repository from, with any credential it needs. */
   cloneUrl(repo: HostRepository): Promise<string>;
+  /** The text of `path` at commit `sha` (a 40-hex id); undefined when there is no such file there. */
+  readFile(repo: HostRepository, sha: string, path: string): Promise<string | undefined>;
+}
+
+/** A full commit id, as pushes and polls name commits. */
+export const isCommitSha = (sha: string): boolean => /^[0-9a-f]{40}$/.test(sha);
+
+/**
+ * A repository URL as pushes and deployments are matched by: case, a trailing slash and a `.git`
+ * suffix do not matter (hosts print every form).
+ */
+export function normalizeRepoUrl(url: string): string {
+  return url
+    .trim()
+    .toLowerCase()
+    .replace(/\/+$/, "")
+    .replace(/\.git$/, "")
+    .replace(/\/+$/, "");
 }
 
 /**

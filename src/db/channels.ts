@@ -29,3 +29,5 @@ export const LEADER_LOCK = 0x51177b5;
 export const EVENTS_CHANNEL = "slipway_events";
 /** Transaction lock of the event sequencer: events get their stream ids one batch at a time. */
 export const EVENTS_SEQUENCE_LOCK = 0x51177c1;
+/** Transaction lock of the local_git poller: one process at a time compares branch heads. */
+export const LOCAL_GIT_POLL_LOCK = 0x51177d1;

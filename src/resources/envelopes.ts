@@ -1,6 +1,7 @@
 import type { Executor } from "../db/client.ts";
 import type { EnvelopeColumn } from "../db/envelopes.ts";
 import { deploymentEnvelopes } from "./deployments/store.ts";
+import { integrationEnvelopes } from "./integrations/store.ts";
 import { flowEnvelopes } from "./oauth-flows/store.ts";
 import { providerEnvelopes } from "./oauth-providers/store.ts";
 import { tokenEnvelopes } from "./oauth-tokens/store.ts";
@@ -18,4 +19,5 @@ export const envelopeColumns = (exec: Executor): EnvelopeColumn[] => [
   ...tokenEnvelopes(exec),
   ...flowEnvelopes(exec),
   ...webhookEnvelopes(exec),
+  ...integrationEnvelopes(exec),
 ];

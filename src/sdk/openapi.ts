@@ -977,6 +977,8 @@ export interface paths {
                         "application/json": {
                             /** Format: date-time */
                             created_at: string;
+                            /** @description Whether push webhooks can be verified (README "Build on push"); false for integrations made before them until the secret is rotated. */
+                            has_webhook_secret?: boolean;
                             /** Format: uuid */
                             id: string;
                             installation_id: number | null;
@@ -1112,7 +1114,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Add a code-host integration (a local git directory or a GitHub App installation) */
+        /**
+         * Add a code-host integration (a local git directory or a GitHub App installation)
+         * @description The answer carries `webhook_secret`, the push webhook's secret, this once (README "Build on push").
+         */
         post: {
             parameters: {
                 query?: never;
@@ -1143,6 +1148,8 @@ export interface paths {
                         "application/json": {
                             /** Format: date-time */
                             created_at: string;
+                            /** @description Whether push webhooks can be verified (README "Build on push"); false for integrations made before them until the secret is rotated. */
+                            has_webhook_secret?: boolean;
                             /** Format: uuid */
                             id: string;
                             installation_id: number | null;
@@ -1151,6 +1158,8 @@ export interface paths {
                             /** Format: uuid */
                             organization_id: string;
                             path: string | null;
+                            /** @description The secret the code host signs push webhooks with (X-Hub-Signature-256). Shown once: store it now. */
+                            webhook_secret?: string;
                         };
                     };
                 };
@@ -1358,6 +1367,8 @@ export interface paths {
                         "application/json": {
                             /** Format: date-time */
                             created_at: string;
+                            /** @description Whether push webhooks can be verified (README "Build on push"); false for integrations made before them until the secret is rotated. */
+                            has_webhook_secret?: boolean;
                             /** Format: uuid */
                             id: string;
                             installation_id: number | null;
@@ -1667,6 +1678,395 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/integrations/forge/codehost/{integration_id}/webhook": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Receive a code host's push webhook (GitHub's format): build the pushed commit
+         * @description No API key: the request must be signed with the integration's webhook secret (`X-Hub-Signature-256`, HMAC-SHA256 of the raw body), with `X-GitHub-Event` and `X-GitHub-Delivery`. A push to branch B of repository R makes a revision at the pushed commit for each deployment of this integration with `repo_url` R, `repo_ref` B and `build_on_push: true`, unless its app config's `watch_paths` match none of the changed paths. Tags and deleted branches build nothing; a delivery id seen before does nothing; `ping` is answered.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    integration_id: string;
+                };
+                cookie?: never;
+            };
+            /** @description The event's JSON payload. */
+            requestBody: {
+                content: {
+                    "application/json": Record<string, never>;
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            after?: string;
+                            delivery_id: string;
+                            /** @description Every deployment that builds the pushed repository and branch on push, and what happened to it. */
+                            deployments: {
+                                /** Format: uuid */
+                                deployment_id: string;
+                                name: string;
+                                /** @description A problem worth fixing that did not stop the build. */
+                                note?: string;
+                                revision_id: string | null;
+                                skipped: string | null;
+                                /** Format: uuid */
+                                tenant_id: string;
+                            }[];
+                            /** @description X-GitHub-Event as received. */
+                            event: string;
+                            ignored: string | null;
+                            ref?: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                202: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            after?: string;
+                            delivery_id: string;
+                            /** @description Every deployment that builds the pushed repository and branch on push, and what happened to it. */
+                            deployments: {
+                                /** Format: uuid */
+                                deployment_id: string;
+                                name: string;
+                                /** @description A problem worth fixing that did not stop the build. */
+                                note?: string;
+                                revision_id: string | null;
+                                skipped: string | null;
+                                /** Format: uuid */
+                                tenant_id: string;
+                            }[];
+                            /** @description X-GitHub-Event as received. */
+                            event: string;
+                            ignored: string | null;
+                            ref?: string;
+                        };
+                    };
+                };
+                /** @description Signed, but not a readable event (headers or payload). */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description Unsigned, mis-signed, or the integration has no webhook secret yet. */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description No such integration. */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description The headers or the body did not arrive in time (SLIPWAY_HEADERS_TIMEOUT_MS, SLIPWAY_REQUEST_TIMEOUT_MS); the connection is closed. */
+                408: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description The payload is over the limit. */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description Content-Type is not application/json. */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description The request does not satisfy the schema or a field rule; `detail` lists each field. Also: a NUL byte or invalid Unicode in any string, JSON nested over 32 levels, numbers beyond ±2^53, numeric query parameters not in plain decimal digits or beyond their range, array-form parameters (`limit[]`). */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description A fault on the server; the body never carries internals. */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description The code host could not be read; `detail` says why. */
+                502: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/integrations/forge/codehost/{integration_id}/webhook-secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Generate a new push webhook secret (the old one stops working at once)
+         * @description The answer carries the new `webhook_secret` this once.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    integration_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** Format: date-time */
+                            created_at: string;
+                            /** @description Whether push webhooks can be verified (README "Build on push"); false for integrations made before them until the secret is rotated. */
+                            has_webhook_secret?: boolean;
+                            /** Format: uuid */
+                            id: string;
+                            installation_id: number | null;
+                            kind: "local_git" | "github";
+                            name: string;
+                            /** Format: uuid */
+                            organization_id: string;
+                            path: string | null;
+                            /** @description The secret the code host signs push webhooks with (X-Hub-Signature-256). Shown once: store it now. */
+                            webhook_secret?: string;
+                        };
+                    };
+                };
+                /** @description Missing, unknown or revoked API key. */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description The key's role, workspace binding or X-Tenant-Id does not allow this. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description No such integration. */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description The headers or the body did not arrive in time (SLIPWAY_HEADERS_TIMEOUT_MS, SLIPWAY_REQUEST_TIMEOUT_MS); the connection is closed. */
+                408: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description The request does not satisfy the schema or a field rule; `detail` lists each field. Also: a NUL byte or invalid Unicode in any string, JSON nested over 32 levels, numbers beyond ±2^53, numeric query parameters not in plain decimal digits or beyond their range, array-form parameters (`limit[]`). */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description Too many requests for this API key, or too many failed authentications (401) from this client address; retry after Retry-After seconds. */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description A fault on the server; the body never carries internals. */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/integrations/forge/codehost/install": {
         parameters: {
             query?: never;
@@ -1693,6 +2093,8 @@ export interface paths {
                         "application/json": {
                             /** Format: date-time */
                             created_at: string;
+                            /** @description Whether push webhooks can be verified (README "Build on push"); false for integrations made before them until the secret is rotated. */
+                            has_webhook_secret?: boolean;
                             /** Format: uuid */
                             id: string;
                             installation_id: number | null;

@@ -32,6 +32,8 @@ const OWNERS: Record<string, readonly string[]> = {
   api_keys: ["resources/api-keys/store.ts"],
   listeners: ["resources/listeners/store.ts"],
   integrations: ["resources/integrations/store.ts"],
+  codehost_deliveries: ["resources/integrations/store.ts"],
+  local_git_heads: ["resources/integrations/store.ts"],
   organizations: ["resources/organizations/store.ts"],
   workspaces: ["resources/workspaces/store.ts"],
   agent_connections: ["resources/agent-connections/store.ts"],

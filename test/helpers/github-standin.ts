@@ -1,3 +1,4 @@
+// Why over 300 lines: the stand-in implements each GitHub endpoint Slipway calls (app JWT, tokens, repositories, refs, contents) in one server.
 import { createPublicKey, generateKeyPairSync, type KeyObject, randomBytes, verify } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -16,6 +17,8 @@ export interface StandinRepo {
   default_branch: string;
   /** Full ref names that exist, e.g. refs/heads/main, refs/tags/v1. Empty: an empty repository. */
   refs: string[];
+  /** What the contents API serves: commit sha → path → text. */
+  files?: Record<string, Record<string, string>>;
 }
 
 export interface StandinInstallation {
@@ -259,6 +262,31 @@ export class GithubStandin {
         node_id: `REF_${repo.id}`,
         url: `${this.url}/repos/${owner}/${name}/git/${full}`,
         object: { sha, type: "commit", url: `${this.url}/repos/${owner}/${name}/git/commits/${sha}` },
+      });
+    }
+    const contents = /^\/repos\/([^/]+)\/([^/]+)\/contents\/(.+)$/.exec(path);
+    if (contents && req.method === "GET") {
+      const [owner, name, file] = [contents[1], contents[2], contents[3]].map((x) =>
+        decodeURIComponent(x ?? ""),
+      );
+      const repo = installation.repos.find((r) => r.owner === owner && r.name === name);
+      const sha = url.searchParams.get("ref") ?? "";
+      const text = repo?.files?.[sha]?.[file ?? ""];
+      if (text === undefined) return reply(404, { message: "Not Found", documentation_url: DOCS });
+      // GitHub wraps the base64 at 60 characters.
+      const content = (
+        Buffer.from(text)
+          .toString("base64")
+          .match(/.{1,60}/g) ?? []
+      ).join("\n");
+      return reply(200, {
+        type: "file",
+        encoding: "base64",
+        size: Buffer.byteLength(text),
+        name: file?.split("/").pop(),
+        path: file,
+        content,
+        sha: Buffer.from(`${sha}:${file}`).toString("hex").slice(0, 40),
       });
     }
     return reply(404, { message: "Not Found", documentation_url: DOCS });

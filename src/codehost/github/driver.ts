@@ -1,5 +1,5 @@
 import { InstallationNotFound } from "../errors.ts";
-import { type CodehostDriver, fullRefName, type HostRepository } from "../interface.ts";
+import { type CodehostDriver, fullRefName, type HostRepository, isCommitSha } from "../interface.ts";
 import { type GithubApp, githubClient, statusOf, upstreamError } from "./client.ts";
 
 /** Repositories of one GitHub App installation, through the GitHub REST API. */
@@ -57,6 +57,38 @@ export class GithubDriver implements CodehostDriver {
     url.password = token;
     return url.href;
   }
+
+  async readFile(repo: HostRepository, sha: string, path: string): Promise<string | undefined> {
+    if (!isCommitSha(sha)) return undefined;
+    try {
+      const octokit = githubClient(this.app, this.installationId);
+      const { data } = await octokit.rest.repos.getContent({
+        owner: repo.owner,
+        repo: repo.name,
+        path: path.replace(/^\.\//, ""),
+        ref: sha,
+      });
+      return fileText(data);
+    } catch (err) {
+      if (statusOf(err) === 404) return undefined;
+      throw upstreamError(err, `reading ${path} of ${repo.owner}/${repo.name} at ${sha.slice(0, 12)}`);
+    }
+  }
+}
+
+/** What the contents API answers for a file (a directory is an array). */
+interface ContentFile {
+  type?: unknown;
+  encoding?: unknown;
+  content?: unknown;
+}
+
+/** The text of a file from the contents API's answer; undefined for anything but a file. */
+function fileText(data: unknown): string | undefined {
+  if (Array.isArray(data) || typeof data !== "object" || data === null) return undefined;
+  const f = data as ContentFile;
+  if (f.type !== "file" || typeof f.content !== "string") return undefined;
+  return f.encoding === "base64" ? Buffer.from(f.content, "base64").toString("utf8") : f.content;
 }
 
 /** The account an installation belongs to (its login names the integration); InstallationNotFound if none. */

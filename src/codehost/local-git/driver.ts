@@ -3,7 +3,7 @@ import { readdir, realpath } from "node:fs/promises";
 import { basename, join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { HostUnavailable } from "../errors.ts";
-import { type CodehostDriver, fullRefName, type HostRepository } from "../interface.ts";
+import { type CodehostDriver, fullRefName, type HostRepository, isCommitSha } from "../interface.ts";
 import { git } from "./git.ts";
 import { isWithin, resolveAllowedDir } from "./paths.ts";
 
@@ -112,5 +112,41 @@ export class LocalGitDriver implements CodehostDriver {
 
   async cloneUrl(repo: HostRepository): Promise<string> {
     return pathOf(repo);
+  }
+
+  /** Runs git in the repository (under the integration's directory); HostUnavailable when it cannot. */
+  private async run(repo: HostRepository, args: string[]) {
+    const root = await this.root();
+    return git(args, { cwd: pathOf(repo), ceiling: root }).catch((err: Error) => {
+      throw new HostUnavailable(`Reading repository ${repo.name} failed: ${err.message}`);
+    });
+  }
+
+  async readFile(repo: HostRepository, sha: string, path: string): Promise<string | undefined> {
+    if (!isCommitSha(sha) || path.startsWith("-")) return undefined;
+    const result = await this.run(repo, ["cat-file", "blob", `${sha}:${path.replace(/^\.\//, "")}`]);
+    return result.code === 0 ? result.stdout : undefined;
+  }
+
+  /** Every branch's head commit, by branch name. */
+  async branchHeads(repo: HostRepository): Promise<Map<string, string>> {
+    const result = await this.run(repo, ["for-each-ref", "--format=%(objectname) %(refname)", "refs/heads"]);
+    if (result.code !== 0) {
+      throw new HostUnavailable(`Reading the branches of ${repo.name} failed: ${result.stderr.trim()}`);
+    }
+    const heads = new Map<string, string>();
+    for (const line of result.stdout.split("\n")) {
+      const m = /^([0-9a-f]{40}) refs\/heads\/(.+)$/.exec(line);
+      if (m?.[1] && m[2]) heads.set(m[2], m[1]);
+    }
+    return heads;
+  }
+
+  /** The paths that differ between two commits; undefined when either is gone (then nothing can be ruled out). */
+  async changedFiles(repo: HostRepository, from: string, to: string): Promise<string[] | undefined> {
+    if (!isCommitSha(from) || !isCommitSha(to)) return undefined;
+    const result = await this.run(repo, ["diff", "--name-only", "--no-renames", "-z", from, to]);
+    if (result.code !== 0) return undefined;
+    return result.stdout.split("\0").filter(Boolean);
   }
 }

@@ -26,7 +26,37 @@ export const integrations = pgTable("integrations", {
   config: jsonb("config").$type<IntegrationConfig>().notNull(),
   name: text("name").notNull(),
   createdAt: ts("created_at").notNull().defaultNow(),
+  /** Envelope of the push webhook's secret, bound to the row id; null until generated (migration 0013). */
+  webhookSecretEnc: text("webhook_secret_enc"),
 });
+
+/** Push deliveries already handled, per integration (migration 0013). */
+export const codehostDeliveries = pgTable(
+  "codehost_deliveries",
+  {
+    integrationId: uuid("integration_id")
+      .notNull()
+      .references(() => integrations.id),
+    deliveryId: text("delivery_id").notNull(),
+    receivedAt: ts("received_at").notNull().defaultNow(),
+  },
+  (t) => [primaryKey({ columns: [t.integrationId, t.deliveryId] })],
+);
+
+/** Branch heads the local_git poller last saw (migration 0013). */
+export const localGitHeads = pgTable(
+  "local_git_heads",
+  {
+    integrationId: uuid("integration_id")
+      .notNull()
+      .references(() => integrations.id),
+    repoUrl: text("repo_url").notNull(),
+    branch: text("branch").notNull(),
+    sha: text("sha").notNull(),
+    seenAt: ts("seen_at").notNull().defaultNow(),
+  },
+  (t) => [primaryKey({ columns: [t.integrationId, t.repoUrl, t.branch] })],
+);
 
 export const uploads = pgTable("uploads", {
   id: uuid("id").primaryKey().defaultRandom(),

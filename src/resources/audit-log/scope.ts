@@ -7,7 +7,10 @@ export interface AuditScope {
   id: string;
   organizationId: string;
   workspaceId: string | null;
-  keyId: string;
+  /** Null when no API key acted: a signed code-host push (`actor` then says who). */
+  keyId: string | null;
+  /** Recorded as the key description when there is no key. */
+  actor?: string;
   method: string;
   route: string;
   action: string;
@@ -23,6 +26,11 @@ const current = new AsyncLocalStorage<AuditScope>();
 /** Runs the rest of a write request with its audit scope, so stores can record it in their transaction. */
 export function runWithAuditScope(scope: AuditScope, fn: () => void): void {
   current.run(scope, fn);
+}
+
+/** Runs `fn` (which writes in its own transactions) under an audit scope: the change's transaction records it. */
+export function withAuditScope<T>(scope: AuditScope, fn: () => Promise<T>): Promise<T> {
+  return current.run(scope, fn);
 }
 
 /**

@@ -16,7 +16,7 @@ export async function insertAuditRecord(
     sql`INSERT INTO audit_log (id, organization_id, workspace_id, key_id, key_description, method, route, action,
                                resource_type, resource_id, status_code, request_id)
         VALUES (${s.id}, ${s.organizationId}, ${s.workspaceId}, ${s.keyId},
-                coalesce((SELECT description FROM api_keys WHERE id = ${s.keyId}), ''), ${s.method}, ${s.route},
+                coalesce((SELECT description FROM api_keys WHERE id = ${s.keyId}), ${s.actor ?? ""}), ${s.method}, ${s.route},
                 ${s.action}, ${s.resourceType}, ${s.resourceId}, ${statusCode}, ${s.requestId})
         ON CONFLICT (id) DO NOTHING`,
   );

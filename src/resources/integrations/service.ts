@@ -1,3 +1,4 @@
+import { randomBytes, randomUUID } from "node:crypto";
 import { basename } from "node:path";
 import { type CodehostConfig, driverFor, type IntegrationRow } from "../../codehost/drivers.ts";
 import { InstallationNotFound } from "../../codehost/errors.ts";
@@ -6,14 +7,21 @@ import { installationAccount } from "../../codehost/github/driver.ts";
 import type { CodehostRepository } from "../../codehost/interface.ts";
 import { resolveAllowedDir } from "../../codehost/local-git/paths.ts";
 import { findIntegration } from "../../codehost/store.ts";
+import { encryptionContext, type Keyring } from "../../crypto/envelope.ts";
 import type { Executor } from "../../db/client.ts";
 import { isUniqueViolation } from "../../db/errors.ts";
 import type { IntegrationConfig } from "../../db/schema/codehost.ts";
 import type { OrganizationCaller } from "../../http/auth.ts";
 import { conflict, forbidden, invalid, notFound } from "../../http/errors.ts";
 import { iso } from "../../http/schemas.ts";
-import type { CreateIntegrationBody, Integration } from "./schema.ts";
-import { deleteIntegrationRow, deploymentUsing, insertIntegrationRow, integrationRows } from "./store.ts";
+import type { CreateIntegrationBody, Integration, IntegrationWithSecret } from "./schema.ts";
+import {
+  deleteIntegrationRow,
+  deploymentUsing,
+  insertIntegrationRow,
+  integrationRows,
+  setWebhookSecret,
+} from "./store.ts";
 
 type Caller = OrganizationCaller;
 
@@ -27,8 +35,16 @@ export function toIntegration(row: IntegrationRow): Integration {
     path: "path" in c ? c.path : null,
     installation_id: "installation_id" in c ? c.installation_id : null,
     created_at: iso(row.createdAt),
+    has_webhook_secret: row.webhookSecretEnc !== null,
   };
 }
+
+/** Where an integration's webhook secret is stored: what its envelope is bound to. */
+export const webhookSecretContext = (id: string) =>
+  encryptionContext("integrations", "webhook_secret_enc", id);
+
+/** A push webhook secret: `swhk_` and 32 random bytes, base64url (what the code host signs with). */
+const newWebhookSecret = () => `swhk_${randomBytes(32).toString("base64url")}`;
 
 export async function listIntegrations(exec: Executor, caller: Caller): Promise<Integration[]> {
   const list = await integrationRows(exec, caller.organizationId);
@@ -74,22 +90,27 @@ async function resolveTarget(
   return { config: { installation_id: body.installation_id }, name: account };
 }
 
+/** Creates the integration with its push webhook secret, which the answer shows this once. */
 export async function createIntegration(
   exec: Executor,
-  config: CodehostConfig,
+  env: { config: CodehostConfig; keyring: Keyring },
   caller: Caller,
   body: CreateIntegrationBody,
-): Promise<Integration> {
+): Promise<IntegrationWithSecret> {
   assertOrganizationWide(caller);
-  const target = await resolveTarget(config, body);
+  const target = await resolveTarget(env.config, body);
+  const id = randomUUID();
+  const secret = newWebhookSecret();
   try {
     const row = await insertIntegrationRow(exec, {
+      id,
       organizationId: caller.organizationId,
       kind: body.kind,
       config: target.config,
       name: body.name ?? target.name,
+      webhookSecretEnc: env.keyring.encrypt(secret, webhookSecretContext(id)),
     });
-    return toIntegration(row);
+    return { ...toIntegration(row), webhook_secret: secret };
   } catch (err) {
     if (isUniqueViolation(err)) {
       throw conflict(
@@ -118,6 +139,23 @@ export async function deleteIntegration(exec: Executor, caller: Caller, id: stri
   }
   await deleteIntegrationRow(exec, caller.organizationId, id);
   return toIntegration(row);
+}
+
+/** A new push webhook secret, shown this once; the old one stops working at once. */
+export async function rotateWebhookSecret(
+  exec: Executor,
+  keyring: Keyring,
+  caller: Caller,
+  id: string,
+): Promise<IntegrationWithSecret> {
+  assertOrganizationWide(caller);
+  const row = await ownIntegration(exec, caller, id);
+  const secret = newWebhookSecret();
+  const secretEnc = keyring.encrypt(secret, webhookSecretContext(row.id));
+  if (!(await setWebhookSecret(exec, caller.organizationId, row.id, secretEnc))) {
+    throw notFound("Code-host integration not found.");
+  }
+  return { ...toIntegration({ ...row, webhookSecretEnc: secretEnc }), webhook_secret: secret };
 }
 
 /** Every repository the integration makes available, as the interface's records. */

@@ -67,12 +67,14 @@ forEachDatabase(
       const body = res.json() as Record<string, unknown>;
       assert.deepEqual(Object.keys(body).sort(), [
         "created_at",
+        "has_webhook_secret",
         "id",
         "installation_id",
         "kind",
         "name",
         "organization_id",
         "path",
+        "webhook_secret",
       ]);
       assert.equal(body.kind, "local_git");
       assert.equal(body.path, dir);
