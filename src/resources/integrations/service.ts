@@ -14,6 +14,7 @@ import type { IntegrationConfig } from "../../db/schema/codehost.ts";
 import type { OrganizationCaller } from "../../http/auth.ts";
 import { conflict, forbidden, invalid, notFound } from "../../http/errors.ts";
 import { iso } from "../../http/schemas.ts";
+import { inAuditedTransaction } from "../audit-log/scope.ts";
 import type { CreateIntegrationBody, Integration, IntegrationWithSecret } from "./schema.ts";
 import {
   deleteIntegrationRow,
@@ -102,14 +103,16 @@ export async function createIntegration(
   const id = randomUUID();
   const secret = newWebhookSecret();
   try {
-    const row = await insertIntegrationRow(exec, {
-      id,
-      organizationId: caller.organizationId,
-      kind: body.kind,
-      config: target.config,
-      name: body.name ?? target.name,
-      webhookSecretEnc: env.keyring.encrypt(secret, webhookSecretContext(id)),
-    });
+    const row = await inAuditedTransaction(exec, (tx) =>
+      insertIntegrationRow(tx, {
+        id,
+        organizationId: caller.organizationId,
+        kind: body.kind,
+        config: target.config,
+        name: body.name ?? target.name,
+        webhookSecretEnc: env.keyring.encrypt(secret, webhookSecretContext(id)),
+      }),
+    );
     return { ...toIntegration(row), webhook_secret: secret };
   } catch (err) {
     if (isUniqueViolation(err)) {
@@ -133,11 +136,13 @@ async function ownIntegration(exec: Executor, caller: Caller, id: string): Promi
 export async function deleteIntegration(exec: Executor, caller: Caller, id: string): Promise<Integration> {
   assertOrganizationWide(caller);
   const row = await ownIntegration(exec, caller, id);
-  const used = await deploymentUsing(exec, caller.organizationId, row.id);
-  if (used !== undefined) {
-    throw conflict(`Deployment ${used} builds from this integration: delete it first.`);
-  }
-  await deleteIntegrationRow(exec, caller.organizationId, id);
+  await inAuditedTransaction(exec, async (tx) => {
+    const used = await deploymentUsing(tx, caller.organizationId, row.id);
+    if (used !== undefined) {
+      throw conflict(`Deployment ${used} builds from this integration: delete it first.`);
+    }
+    await deleteIntegrationRow(tx, caller.organizationId, id);
+  });
   return toIntegration(row);
 }
 
@@ -152,7 +157,11 @@ export async function rotateWebhookSecret(
   const row = await ownIntegration(exec, caller, id);
   const secret = newWebhookSecret();
   const secretEnc = keyring.encrypt(secret, webhookSecretContext(row.id));
-  if (!(await setWebhookSecret(exec, caller.organizationId, row.id, secretEnc))) {
+  if (
+    !(await inAuditedTransaction(exec, (tx) =>
+      setWebhookSecret(tx, caller.organizationId, row.id, secretEnc),
+    ))
+  ) {
     throw notFound("Code-host integration not found.");
   }
   return { ...toIntegration({ ...row, webhookSecretEnc: secretEnc }), webhook_secret: secret };
