@@ -1,4 +1,5 @@
 // `slipway/sdk`: the typed client and the helpers every client needs.
 export * from "./client.ts";
 export * from "./revisions.ts";
+export * from "./sse.ts";
 export * from "./upload.ts";

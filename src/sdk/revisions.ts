@@ -1,5 +1,6 @@
 // What every client does with a revision: wait for it to end, follow its logs. Browser-safe.
-import { type LogLine, type Revision, type Slipway, SlipwayError, unwrap } from "./client.ts";
+import { type LogLine, type Revision, type Slipway, unwrap } from "./client.ts";
+import { openStream, type SseEvent } from "./sse.ts";
 
 export const TERMINAL_STATUSES: ReadonlySet<string> = new Set([
   "DEPLOYED",
@@ -18,6 +19,7 @@ export const isFailedStatus = (status: string): boolean => isTerminalStatus(stat
 export interface WaitOptions {
   /** Called once per status seen, in order (the first call with the current status). */
   onStatus?: (status: string, revision: Revision) => void;
+  /** Poll interval, when the server's event stream cannot be opened. */
   intervalMs?: number;
   signal?: AbortSignal;
 }
@@ -44,9 +46,20 @@ export function getRevision(client: Slipway, deploymentId: string, revisionId: s
   );
 }
 
+/** Reports the statuses of `rev` not yet reported (from its `status_history`); answers how many now are. */
+function report(rev: Revision, reported: number, opts: WaitOptions): number {
+  const history = rev.status_history.length ? rev.status_history.map((h) => h.status) : [rev.status];
+  for (const status of history.slice(reported)) opts.onStatus?.(status, rev);
+  return Math.max(reported, history.length);
+}
+
 /**
- * Polls the revision until its status is terminal and returns it. Statuses passed between two polls
- * are still reported, from the revision's `status_history`.
+ * Waits until the revision's status is terminal and returns it. It follows the workspace's event
+ * stream (`GET /v2/events`, `revision.status_changed`) and reads the revision once when the stream is
+ * open and again on each of its status events, so it asks the server nothing while nothing changes;
+ * a dropped stream resumes after its last event. Only when the stream cannot be opened (an older
+ * server) does it poll every `intervalMs`. Statuses passed between two reads are still reported, from
+ * the revision's `status_history`.
  */
 export async function waitForRevision(
   client: Slipway,
@@ -54,14 +67,49 @@ export async function waitForRevision(
   revisionId: string,
   opts: WaitOptions = {},
 ): Promise<Revision> {
-  let reported = 0;
-  for (;;) {
-    const rev = await getRevision(client, deploymentId, revisionId);
-    const history = rev.status_history.length ? rev.status_history.map((h) => h.status) : [rev.status];
-    for (const status of history.slice(reported)) opts.onStatus?.(status, rev);
-    reported = Math.max(reported, history.length);
-    if (isTerminalStatus(rev.status)) return rev;
-    await sleep(opts.intervalMs ?? 1000, opts.signal);
+  const stop = new AbortController();
+  const onAbort = () => stop.abort(opts.signal?.reason);
+  opts.signal?.addEventListener("abort", onAbort, { once: true });
+  let events: AsyncGenerator<SseEvent> | undefined;
+  try {
+    events = await openStream(client, "/v2/events?types=revision.status_changed", { signal: stop.signal });
+  } catch (err) {
+    if (opts.signal?.aborted) throw err;
+  }
+  try {
+    let rev = await getRevision(client, deploymentId, revisionId);
+    let reported = report(rev, 0, opts);
+    if (events === undefined) {
+      while (!isTerminalStatus(rev.status)) {
+        await sleep(opts.intervalMs ?? 1000, opts.signal);
+        rev = await getRevision(client, deploymentId, revisionId);
+        reported = report(rev, reported, opts);
+      }
+      return rev;
+    }
+    while (!isTerminalStatus(rev.status)) {
+      const next = await events.next();
+      if (next.done) throw opts.signal?.reason ?? new Error("The event stream ended.");
+      if (!concerns(next.value, revisionId)) continue;
+      rev = await getRevision(client, deploymentId, revisionId);
+      reported = report(rev, reported, opts);
+    }
+    return rev;
+  } finally {
+    opts.signal?.removeEventListener("abort", onAbort);
+    stop.abort();
+    await events?.return(undefined);
+  }
+}
+
+/** A `revision.status_changed` event of this revision. */
+function concerns(ev: SseEvent, revisionId: string): boolean {
+  if (ev.event !== "revision.status_changed") return false;
+  try {
+    const body = JSON.parse(ev.data) as { data?: { revision_id?: unknown } };
+    return body.data?.revision_id === revisionId;
+  } catch {
+    return false;
   }
 }
 
@@ -77,43 +125,6 @@ export interface StreamedLine extends LogLine {
   id: string;
 }
 
-/** Splits a server-sent-events body into events (`event`, `data`, `id`). */
-async function* sseEvents(
-  body: ReadableStream<Uint8Array>,
-): AsyncGenerator<{ event: string; data: string; id?: string }> {
-  const reader = body.getReader();
-  const decoder = new TextDecoder();
-  let buffer = "";
-  try {
-    for (;;) {
-      const { value, done } = await reader.read();
-      if (done) return;
-      buffer += decoder.decode(value, { stream: true });
-      let cut = buffer.indexOf("\n\n");
-      while (cut >= 0) {
-        const block = buffer.slice(0, cut);
-        buffer = buffer.slice(cut + 2);
-        cut = buffer.indexOf("\n\n");
-        let event = "message";
-        let id: string | undefined;
-        const data: string[] = [];
-        for (const line of block.split("\n")) {
-          if (line.startsWith(":")) continue;
-          const colon = line.indexOf(":");
-          const field = colon < 0 ? line : line.slice(0, colon);
-          const val = colon < 0 ? "" : line.slice(colon + 1).replace(/^ /, "");
-          if (field === "event") event = val;
-          else if (field === "data") data.push(val);
-          else if (field === "id") id = val;
-        }
-        if (data.length) yield { event, data: data.join("\n"), id };
-      }
-    }
-  } finally {
-    reader.releaseLock();
-  }
-}
-
 /**
  * Follows a revision's log over server-sent events: the stored lines, then new ones. A build log
  * ends when the revision is terminal; a deploy log until `signal` aborts. A dropped connection is
@@ -125,44 +136,13 @@ export async function* followLogs(
   revisionId: string,
   opts: FollowOptions,
 ): AsyncGenerator<StreamedLine> {
-  let lastId: string | undefined;
   const query = new URLSearchParams({ type: opts.type });
   if (opts.since) query.set("since", opts.since);
-  const url = `${client.baseUrl}/v2/deployments/${deploymentId}/revisions/${revisionId}/logs?${query}`;
-  for (;;) {
-    const res = await client.fetch(url, {
-      headers: {
-        ...client.headers,
-        accept: "text/event-stream",
-        ...(lastId ? { "last-event-id": lastId } : {}),
-      },
-      signal: opts.signal,
-    });
-    if (!res.ok || !res.body) {
-      const text = await res.text();
-      let detail = `The server answered ${res.status}.`;
-      try {
-        const d = (JSON.parse(text) as { detail?: unknown }).detail;
-        if (typeof d === "string") detail = d;
-      } catch {
-        // Not JSON: keep the status sentence.
-      }
-      throw new SlipwayError(res.status, detail);
-    }
-    try {
-      for await (const ev of sseEvents(res.body)) {
-        if (ev.event === "end") return;
-        const line = JSON.parse(ev.data) as LogLine;
-        if (ev.id) lastId = ev.id;
-        yield { ...line, id: ev.id ?? "" };
-      }
-    } catch (err) {
-      if (opts.signal?.aborted) return;
-      // A connection cut mid-stream: resume below.
-      if (!(err instanceof TypeError)) throw err;
-    }
-    if (opts.signal?.aborted) return;
-    await sleep(500, opts.signal).catch(() => undefined);
-    if (opts.signal?.aborted) return;
+  const path = `/v2/deployments/${deploymentId}/revisions/${revisionId}/logs?${query}`;
+  const events = await openStream(client, path, { signal: opts.signal });
+  for await (const ev of events) {
+    if (ev.event === "end") return;
+    const line = JSON.parse(ev.data) as LogLine;
+    yield { ...line, id: ev.id ?? "" };
   }
 }
