@@ -84,7 +84,8 @@ export async function startRegistry(opts: RegistryOptions = {}): Promise<TestReg
         headers: auth ? { authorization: auth } : {},
       });
       if (res.status === 404) return [];
-      if (res.status !== 200) throw new Error(`tags/list of ${repository}: ${res.status} ${await res.text()}`);
+      if (res.status !== 200)
+        throw new Error(`tags/list of ${repository}: ${res.status} ${await res.text()}`);
       const body = (await res.json()) as { tags?: string[] | null };
       return body.tags ?? [];
     },

@@ -100,15 +100,14 @@ export class PodmanImageBuilder implements ImageBuilder {
         "build",
         ...ULIMITS,
         ...this.tls(),
-        "--authfile",
-        this.authFile,
+        ...this.auth(),
         "--file",
         file,
         "--tag",
         ref,
         dir,
       ]);
-      await this.podman(engine, ctx, "push", ["push", ...this.tls(), "--authfile", this.authFile, ref]);
+      await this.podman(engine, ctx, "push", ["push", ...this.tls(), ...this.auth(), ref]);
       return ref;
     } finally {
       // The registry holds the image now (or the build failed): nothing here is needed again.
@@ -124,6 +123,11 @@ export class PodmanImageBuilder implements ImageBuilder {
 
   async discard(deploymentId: string, revisionId: string): Promise<void> {
     await rm(this.dir({ deploymentId, revisionId }), { recursive: true, force: true });
+  }
+
+  /** The auth file exists once logged in, i.e. only with credentials configured. */
+  private auth(): string[] {
+    return this.o.registry.username === undefined ? [] : ["--authfile", this.authFile];
   }
 
   private tls(): string[] {
