@@ -83,7 +83,17 @@ export interface Config {
   /** What one revision may take on disk: its unpacked source, and its directory while it builds. */
   limits: { sourceBytes: number; sourceMaxFiles: number; buildDiskBytes: number };
   /** Listeners (README "Running on Kubernetes"): silence before DISCONNECTED, and the image registry. */
-  listeners: { timeoutS: number; registryUrl: string | undefined; buildBaseImage: string };
+  listeners: {
+    timeoutS: number;
+    registryUrl: string | undefined;
+    /** Credentials Slipway logs in to the registry with (README "Running on Kubernetes"). */
+    registryUsername: string | undefined;
+    registryPassword: string | undefined;
+    /** Plain http or an unverified certificate (a loopback registry): `--tls-verify=false`. */
+    registryInsecure: boolean;
+    /** What images built for listeners start FROM. */
+    buildBaseImage: string;
+  };
 }
 
 export type SandboxMode = "auto" | "bwrap" | "none";
@@ -236,6 +246,30 @@ function registryVar(raw: string | undefined): string | undefined {
   return value;
 }
 
+/** An image reference (`[registry/]name[:tag][@digest]`), as FROM takes it. */
+function imageVar(env: Env, name: string, fallback: string): string {
+  const raw = (env[name] ?? "").trim() || fallback;
+  if (!/^[A-Za-z0-9][A-Za-z0-9._:/-]*(@sha256:[a-f0-9]{64})?$/.test(raw) || raw.includes("//")) {
+    throw new ConfigError(
+      `${name} must be an image reference such as docker.io/library/node:22, got "${raw}".`,
+    );
+  }
+  return raw;
+}
+
+/** Username and password go together: one without the other cannot log in. */
+function registryCredentials(env: Env): { registryUsername?: string; registryPassword?: string } {
+  const username = env.SLIPWAY_REGISTRY_USERNAME || undefined;
+  const password = env.SLIPWAY_REGISTRY_PASSWORD || undefined;
+  if ((username === undefined) !== (password === undefined)) {
+    throw new ConfigError("SLIPWAY_REGISTRY_USERNAME and SLIPWAY_REGISTRY_PASSWORD must be set together.");
+  }
+  if (username !== undefined && /[\s:]/.test(username)) {
+    throw new ConfigError("SLIPWAY_REGISTRY_USERNAME must not contain spaces or colons.");
+  }
+  return { registryUsername: username, registryPassword: password };
+}
+
 /** Parses the whole configuration once; any bad variable stops start-up with a sentence naming it. */
 export function loadConfig(env: Env = process.env): Config {
   const dataDir = resolve(env.SLIPWAY_DATA_DIR || "./.slipway");
@@ -346,7 +380,11 @@ export function loadConfig(env: Env = process.env): Config {
     listeners: {
       timeoutS: intVar(env, "SLIPWAY_LISTENER_TIMEOUT_S", 90, 1, 86_400),
       registryUrl: registryVar(env.SLIPWAY_REGISTRY_URL),
-      buildBaseImage: env.SLIPWAY_BUILD_BASE_IMAGE || "docker.io/library/node:22-bookworm-slim",
+      registryUsername: undefined,
+      registryPassword: undefined,
+      ...registryCredentials(env),
+      registryInsecure: boolVar(env, "SLIPWAY_REGISTRY_INSECURE", false),
+      buildBaseImage: imageVar(env, "SLIPWAY_BUILD_BASE_IMAGE", "docker.io/library/node:22-bookworm-slim"),
     },
   };
 }

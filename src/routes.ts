@@ -14,6 +14,7 @@ import { oauthFlowRoutes } from "./resources/oauth-flows/routes.ts";
 import { oauthProviderRoutes } from "./resources/oauth-providers/routes.ts";
 import { oauthTokenRoutes } from "./resources/oauth-tokens/routes.ts";
 import { organizationRoutes } from "./resources/organizations/routes.ts";
+import { pushTokenRoutes } from "./resources/push-tokens/routes.ts";
 import { revisionLogRoutes } from "./resources/revision-logs/routes.ts";
 import { revisionRoutes } from "./resources/revisions/routes.ts";
 import { tagRoutes } from "./resources/tags/routes.ts";
@@ -40,6 +41,7 @@ export async function routes(app: App, opts: { metrics: Registry }): Promise<voi
   await app.register(agentConnectionRoutes);
   await app.register(integrationRoutes);
   await app.register(uploadRoutes);
+  await app.register(pushTokenRoutes);
   await app.register(templateRoutes);
   await app.register(revisionLogRoutes);
   await app.register(consoleRoutes);

@@ -161,4 +161,35 @@ describe("config", () => {
       /SLIPWAY_CONTAINER_NETWORK must be one of/,
     );
   });
+  it("registry settings: credentials together, insecure a boolean, the base image a reference", () => {
+    const c = loadConfig({
+      SLIPWAY_REGISTRY_URL: "http://127.0.0.1:5000/",
+      SLIPWAY_REGISTRY_USERNAME: "u",
+      SLIPWAY_REGISTRY_PASSWORD: "p w",
+      SLIPWAY_REGISTRY_INSECURE: "true",
+      SLIPWAY_BUILD_BASE_IMAGE: "localhost/base:1",
+    });
+    assert.equal(c.listeners.registryUrl, "127.0.0.1:5000");
+    assert.equal(c.listeners.registryUsername, "u");
+    assert.equal(c.listeners.registryPassword, "p w");
+    assert.equal(c.listeners.registryInsecure, true);
+    assert.equal(c.listeners.buildBaseImage, "localhost/base:1");
+    const d = loadConfig({});
+    assert.equal(d.listeners.registryInsecure, false);
+    assert.equal(d.listeners.registryUsername, undefined);
+    assert.equal(d.listeners.buildBaseImage, "docker.io/library/node:22-bookworm-slim");
+    assert.throws(() => loadConfig({ SLIPWAY_REGISTRY_USERNAME: "u" }), /must be set together/);
+    assert.throws(() => loadConfig({ SLIPWAY_REGISTRY_PASSWORD: "p" }), /must be set together/);
+    assert.throws(
+      () => loadConfig({ SLIPWAY_REGISTRY_USERNAME: "a:b", SLIPWAY_REGISTRY_PASSWORD: "p" }),
+      /must not contain spaces or colons/,
+    );
+    assert.throws(() => loadConfig({ SLIPWAY_REGISTRY_INSECURE: "maybe" }), /SLIPWAY_REGISTRY_INSECURE/);
+    for (const bad of ["node 22", "FROM x\nRUN y", "a//b", "-x"]) {
+      assert.throws(
+        () => loadConfig({ SLIPWAY_BUILD_BASE_IMAGE: bad }),
+        /SLIPWAY_BUILD_BASE_IMAGE must be an image/,
+      );
+    }
+  });
 });

@@ -6,7 +6,7 @@ import { WORK_CHANNEL } from "../db/channels.ts";
 import type { Database, Executor } from "../db/client.ts";
 import { removeDeployment } from "../resources/deployments/store.ts";
 import type { Runtime } from "../runtimes/interface.ts";
-import { RemoteRuntime } from "../runtimes/remote/runtime.ts";
+import { type ImageBuilder, RemoteRuntime } from "../runtimes/remote/runtime.ts";
 import { AppDatabases } from "./app-database.ts";
 import type { Job, ReconcilerLogger, Worker } from "./context.ts";
 import { drive } from "./driver.ts";
@@ -38,6 +38,8 @@ export interface ReconcilerOptions {
    * `remote` (listeners), which the reconciler makes itself unless given one.
    */
   runtimes: Readonly<Record<string, Runtime>>;
+  /** Builds and pushes images of sources a listener cannot run as they are (when a registry is set). */
+  imageBuilder?: ImageBuilder;
   resolveSource: SourceResolver;
   /** Removes a torn-down deployment's row (the deployments store's, unless a test says otherwise). */
   removeDeployment?: (exec: Executor, id: string) => Promise<unknown>;
@@ -86,7 +88,10 @@ export class Reconciler {
       config: opts.config,
       db: opts.db,
       keyring: opts.keyring,
-      runtimes: new Runtimes({ [REMOTE_RUNTIME]: new RemoteRuntime(this.bridge), ...opts.runtimes }),
+      runtimes: new Runtimes({
+        [REMOTE_RUNTIME]: new RemoteRuntime(this.bridge, opts.imageBuilder),
+        ...opts.runtimes,
+      }),
       resolveSource: opts.resolveSource,
       removeDeployment: opts.removeDeployment ?? removeDeployment,
       log,

@@ -3,7 +3,7 @@ import type { Database } from "../db/client.ts";
 import { ChannelWaiters } from "../db/waiters.ts";
 import { listenerOfDeployment } from "../resources/deployments/store.ts";
 import { hostOf } from "../resources/listeners/desired.ts";
-import { remoteState } from "../resources/revisions/store.ts";
+import { recordImageRef, remoteState } from "../resources/revisions/store.ts";
 import type { RemoteBridge, RemoteReport } from "../runtimes/remote/runtime.ts";
 
 const STATES: ReadonlySet<string> = new Set(["applied", "progressing", "available", "failed"]);
@@ -26,6 +26,8 @@ export function remoteBridge(db: Database, appsDomain: string): RemoteBridge & {
     },
     nextReport: (revisionId, ms, signal) => reports.sleep(revisionId, ms, signal),
     url: (name) => `http://${hostOf({ appsDomain }, name)}`,
+    recordImage: (revisionId, imageRef) => recordImageRef(db.orm, revisionId, imageRef),
+    imageOf: async (revisionId) => (await remoteState(db.orm, revisionId))?.image_ref ?? undefined,
     close: () => reports.close(),
   };
 }

@@ -17,6 +17,7 @@ export async function specFor(
   const cfg = work.sourceRevisionConfig;
   return {
     deploymentId: work.deploymentId,
+    workspaceId: work.workspaceId,
     deploymentName: work.deploymentName,
     revisionId: work.id,
     source: await w.resolveSource(work),

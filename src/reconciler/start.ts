@@ -1,5 +1,7 @@
 import type { AppDeps } from "../deps.ts";
+import { APP_PORT } from "../resources/listeners/desired.ts";
 import { LocalRuntime } from "../runtimes/local/runtime.ts";
+import { PodmanImageBuilder } from "../runtimes/remote/builder.ts";
 import type { ReconcilerLogger } from "./context.ts";
 import { Reconciler } from "./reconciler.ts";
 import { sourceResolver } from "./sources.ts";
@@ -42,11 +44,28 @@ export async function startReconciler(deps: AppDeps, logger: ReconcilerLogger): 
   const detach = deps.processes?.attach(runtime);
   // A port of 0 means "any": the apps URL must name the one actually bound.
   const bound = { ...config, apps: { ...config.apps, port: appsPort } };
+  const registry = config.listeners.registryUrl;
+  const imageBuilder =
+    registry === undefined
+      ? undefined
+      : new PodmanImageBuilder({
+          dataDir: config.dataDir,
+          registry: {
+            url: registry,
+            username: config.listeners.registryUsername,
+            password: config.listeners.registryPassword,
+            insecure: config.listeners.registryInsecure,
+          },
+          baseImage: config.listeners.buildBaseImage,
+          port: APP_PORT,
+          limits: config.limits,
+        });
   const reconciler = new Reconciler({
     config: bound,
     db: deps.db,
     keyring: deps.keyring,
     runtimes: { local: runtime },
+    imageBuilder,
     resolveSource: sourceResolver(deps.db.orm, bound),
     logger,
   });

@@ -157,6 +157,7 @@ interface WorkRow {
   deployment_status: DeploymentStatus;
   deployment_source_config: Record<string, unknown>;
   organization_id: string;
+  workspace_id: string;
   active_revision_id: string | null;
   listener_id: string | null;
 }
@@ -167,7 +168,7 @@ export async function loadWork(exec: Reader, revisionId: string): Promise<Revisi
     exec,
     sql`SELECT r.id, r.deployment_id, r.seq, r.status, r.source, r.source_revision_config, r.resource_spec,
                r.secret_references, r.build_config, r.attempts, r.listener_id, d.name AS deployment_name, d.deployment_type, d.status AS deployment_status,
-               d.source_config AS deployment_source_config, d.organization_id, d.active_revision_id
+               d.source_config AS deployment_source_config, d.organization_id, d.workspace_id, d.active_revision_id
           FROM revisions r JOIN deployments d ON d.id = r.deployment_id
          WHERE r.id = ${revisionId}`,
   );
@@ -189,6 +190,7 @@ export async function loadWork(exec: Reader, revisionId: string): Promise<Revisi
     deploymentStatus: r.deployment_status,
     deploymentSourceConfig: r.deployment_source_config ?? {},
     organizationId: r.organization_id,
+    workspaceId: r.workspace_id,
     activeRevisionId: r.active_revision_id,
   };
 }

@@ -21,6 +21,7 @@ export interface RevisionWork {
   deploymentStatus: DeploymentStatus;
   deploymentSourceConfig: Record<string, unknown>;
   organizationId: string;
+  workspaceId: string;
   activeRevisionId: string | null;
 }
 

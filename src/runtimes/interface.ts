@@ -22,6 +22,8 @@ export type DeploymentType = "dev_free" | "dev" | "prod";
 
 export interface RevisionSpec {
   deploymentId: string;
+  /** The deployment's workspace (names the image a listener's build is pushed as). */
+  workspaceId?: string;
   /** DNS-safe deployment name: the app is served at `<name>.<apps domain>`. */
   deploymentName: string;
   revisionId: string;

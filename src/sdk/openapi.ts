@@ -10045,6 +10045,178 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v2/deployments/{deployment_id}/push-token": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Get credentials to push images of a deployment to this server's registry
+         * @description For clients that build their own images (internal_docker). Answers the registry, the repository for this deployment and how to log in. Members and admins only. The credential is the one this server logs in with: it is not limited to the repository and does not expire.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    deployment_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description When the token stops working; null: it does not expire (the registry's own credential). */
+                            expires_at: string | null;
+                            /** @description The registry (host[:port][/path]), as `podman login` takes it. */
+                            registry_url: string;
+                            /** @description Where this deployment's images go: push `<repository>:<tag>` and send it as `source_revision_config.image_uri` of an internal_docker deployment. */
+                            repository: string;
+                            /** @description The password to log in with (`podman login --password-stdin`), or null when the registry takes pushes without credentials. It is the registry credential this server was configured with (SLIPWAY_REGISTRY_PASSWORD): Slipway cannot scope it to the repository or make it expire, because the registry checks it itself. */
+                            token: string | null;
+                            /** @description The user name to log in with, or null when no login is needed. */
+                            username: string | null;
+                        };
+                    };
+                };
+                /** @description Missing, unknown or revoked API key. */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description The key's role, workspace binding or X-Tenant-Id does not allow this. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description No such deployment in this workspace. */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description The headers or the body did not arrive in time (SLIPWAY_HEADERS_TIMEOUT_MS, SLIPWAY_REQUEST_TIMEOUT_MS); the connection is closed. */
+                408: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description No registry is configured (SLIPWAY_REGISTRY_URL). */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description The request does not satisfy the schema or a field rule; `detail` lists each field. Also: a NUL byte or invalid Unicode in any string, JSON nested over 32 levels, numbers beyond ±2^53, numeric query parameters not in plain decimal digits or beyond their range, array-form parameters (`limit[]`). */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description Too many requests for this API key, or too many failed authentications (401) from this client address; retry after Retry-After seconds. */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description A fault on the server; the body never carries internals. */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v2/deployments/{deployment_id}/revisions": {
         parameters: {
             query?: never;

@@ -58,7 +58,7 @@ export class TestImages {
   constructor(readonly engine: Engine) {}
 
   /** The busybox base image, imported once. */
-  private async baseImage(): Promise<string> {
+  async baseImage(): Promise<string> {
     if (this.base !== undefined) return this.base;
     const root = join(this.dir, "rootfs");
     mkdirSync(join(root, "bin"), { recursive: true });

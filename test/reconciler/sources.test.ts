@@ -28,6 +28,7 @@ function work(source: string, rev: Record<string, unknown>, dep: Record<string, 
     deploymentStatus: "READY",
     deploymentSourceConfig: dep,
     organizationId: crypto.randomUUID(),
+    workspaceId: crypto.randomUUID(),
     activeRevisionId: null,
   };
 }

@@ -444,13 +444,23 @@ export async function remoteState(
   exec: Reader,
   revisionId: string,
 ): Promise<
-  { remote_state: string | null; remote_reason: string | null; listener_id: string | null } | undefined
+  | {
+      remote_state: string | null;
+      remote_reason: string | null;
+      listener_id: string | null;
+      image_ref: string | null;
+    }
+  | undefined
 > {
   const [row] = await rows<{
     remote_state: string | null;
     remote_reason: string | null;
     listener_id: string | null;
-  }>(exec, sql`SELECT remote_state, remote_reason, listener_id FROM revisions WHERE id = ${revisionId}`);
+    image_ref: string | null;
+  }>(
+    exec,
+    sql`SELECT remote_state, remote_reason, listener_id, image_ref FROM revisions WHERE id = ${revisionId}`,
+  );
   return row;
 }
 

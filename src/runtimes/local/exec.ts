@@ -9,6 +9,8 @@ export interface RunOptions {
   onLine: (line: string) => void;
   /** How long a process group gets between SIGTERM and SIGKILL once aborted. */
   graceMs?: number;
+  /** Written to the command's stdin, then closed (a password, never an argument). */
+  stdin?: string;
 }
 
 export interface RunResult {
@@ -33,8 +35,11 @@ export function run(file: string, args: string[], opts: RunOptions): Promise<Run
       cwd: opts.cwd,
       env: opts.env,
       detached: true,
-      stdio: ["ignore", "pipe", "pipe"],
+      // stdin is a pipe ended at once (EOF, as /dev/null would be) unless there is something to write.
+      stdio: ["pipe", "pipe", "pipe"],
     });
+    child.stdin.on("error", () => {});
+    child.stdin.end(opts.stdin ?? "");
     let killing: Promise<void> | undefined;
     const killAll = () => {
       if (child.pid !== undefined) killing ??= killGroup(child.pid, opts.graceMs ?? 2000);

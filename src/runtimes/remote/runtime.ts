@@ -32,13 +32,18 @@ export interface RemoteBridge {
   nextReport(revisionId: string, ms: number, signal: AbortSignal): Promise<void>;
   /** Where a deployment is served (its routing host as a URL). */
   url(deploymentName: string): string;
+  /** Records the image a revision was built into (its desired state names it). */
+  recordImage(revisionId: string, imageRef: string): Promise<void>;
+  /** The image recorded for the revision before, if any (a restart does not build again). */
+  imageOf(revisionId: string): Promise<string | undefined>;
 }
 
-/** Builds a revision's source into an image and pushes it; returns the pushed reference. */
+/** Builds a revision's source into an image and pushes it. */
 export interface ImageBuilder {
+  /** Fetches the source (a git source reports the commit it checked out). */
+  prepare(spec: RevisionSpec, ctx: PhaseContext): Promise<PreparedSource>;
+  /** Builds and pushes; returns the pushed reference. Throws BuildError. */
   build(spec: RevisionSpec, ctx: PhaseContext): Promise<string>;
-  /** The reference pushed for the revision before, if any (a restart does not build again). */
-  built(revisionId: string): Promise<string | undefined>;
   discard(deploymentId: string, revisionId: string): Promise<void>;
 }
 
@@ -69,15 +74,16 @@ export class RemoteRuntime implements Runtime {
     }
     if (!this.builder) {
       throw new SourceError(
-        "this source must be built into an image for the listener, and this server has no image builder",
+        "this source must be built into an image for the listener, and this server has no registry to push it to (SLIPWAY_REGISTRY_URL)",
       );
     }
-    return {};
+    return this.builder.prepare(spec, ctx);
   }
 
   async build(spec: RevisionSpec, ctx: PhaseContext): Promise<void> {
     if (spec.source.kind === "image" || !this.builder) return;
     const ref = await this.builder.build(spec, ctx);
+    await this.bridge.recordImage(spec.revisionId, ref);
     ctx.log("build", `Slipway: pushed ${ref}.`);
   }
 
@@ -104,7 +110,7 @@ export class RemoteRuntime implements Runtime {
 
   async isBuilt(spec: RevisionSpec): Promise<boolean> {
     if (spec.source.kind === "image" || !this.builder) return true;
-    return (await this.builder.built(spec.revisionId)) !== undefined;
+    return (await this.bridge.imageOf(spec.revisionId)) !== undefined;
   }
 
   /** Its pods run on the listener's cluster; this server sees none of them. */

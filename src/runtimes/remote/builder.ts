@@ -1,0 +1,173 @@
+import { mkdir, rm, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { BuildError, type PhaseContext, type PreparedSource, type RevisionSpec } from "../interface.ts";
+import { resolveAppConfig } from "../local/app-config.ts";
+import { buildSteps } from "../local/build.ts";
+import { type Engine, EngineFinder } from "../local/containers/engine.ts";
+import { abortError, describeExit, run } from "../local/exec.ts";
+import { exists } from "../local/files.ts";
+import { Layout } from "../local/layout.ts";
+import type { LocalLimits } from "../local/limits.ts";
+import { fetchSource } from "../local/source.ts";
+import { containerfile } from "./containerfile.ts";
+import { imageRepository, registryHost } from "./image-ref.ts";
+import type { ImageBuilder } from "./runtime.ts";
+
+export interface RegistryOptions {
+  url: string;
+  username?: string;
+  password?: string;
+  /** Plain http or an unverified certificate: `--tls-verify=false` on every registry command. */
+  insecure: boolean;
+}
+
+export interface PodmanBuilderOptions {
+  dataDir: string;
+  registry: RegistryOptions;
+  baseImage: string;
+  /** The port the app listens on in its pod (PORT). */
+  port: number;
+  limits: LocalLimits;
+}
+
+/** podman's limits, said again on the command line: a build's RUN steps must not inherit the host's. */
+const ULIMITS = ["--ulimit", "nofile=1024:1024", "--ulimit", "nproc=1024:1024"];
+
+/**
+ * Builds revisions that are not images into one with `podman build` (each RUN step in its own
+ * container: the build never runs on the host) and pushes it to SLIPWAY_REGISTRY_URL as
+ * `<registry>/<workspace id>/<deployment name>:<revision id>`. Files live under
+ * `<data dir>/builds/<deployment>/<revision>/` only while the revision builds.
+ */
+export class PodmanImageBuilder implements ImageBuilder {
+  private readonly layout: Layout;
+  private readonly engines: EngineFinder;
+
+  constructor(private readonly o: PodmanBuilderOptions) {
+    this.layout = new Layout(o.dataDir);
+    this.engines = new EngineFinder(o.dataDir, "podman");
+  }
+
+  /** Credentials Slipway's podman uses, in the data dir (never the user's ~/.config). */
+  get authFile(): string {
+    return join(this.o.dataDir, "runtime", "registry-auth.json");
+  }
+
+  private dir(spec: Pick<RevisionSpec, "deploymentId" | "revisionId">): string {
+    // The layout checks both ids are plain tokens before they become directory names.
+    this.layout.revisionDir(spec.deploymentId, spec.revisionId);
+    return join(this.o.dataDir, "builds", spec.deploymentId, spec.revisionId);
+  }
+
+  async prepare(spec: RevisionSpec, ctx: PhaseContext): Promise<PreparedSource> {
+    const dir = this.dir(spec);
+    await rm(dir, { recursive: true, force: true });
+    const appDir = join(dir, "app");
+    await mkdir(appDir, { recursive: true });
+    await mkdir(this.layout.homeDir, { recursive: true });
+    return fetchSource(this.layout, spec, appDir, ctx.signal, (l) => ctx.log("build", l), this.o.limits);
+  }
+
+  async build(spec: RevisionSpec, ctx: PhaseContext): Promise<string> {
+    const log = (line: string) => ctx.log("build", line);
+    if (!spec.workspaceId)
+      throw new BuildError("the revision's workspace is not known; cannot name its image");
+    const engine = await this.engines.usable();
+    if (!engine) throw new BuildError("podman is not usable on this server, so the image cannot be built");
+    const dir = this.dir(spec);
+    const appDir = join(dir, "app");
+    // A restart between prepare and build leaves no source: fetch it again.
+    if (!(await exists(appDir))) await this.prepare(spec, ctx);
+    const ref = `${imageRepository(this.o.registry.url, spec.workspaceId, spec.deploymentName)}:${spec.revisionId}`;
+    try {
+      const app = await resolveAppConfig(appDir, spec.frameworkConfigPath, log);
+      const steps = await buildSteps(appDir, spec.installCommand, spec.buildCommand);
+      const file = join(dir, "Containerfile");
+      await writeFile(
+        file,
+        containerfile({
+          baseImage: this.o.baseImage,
+          steps,
+          start: app.start,
+          env: app.env,
+          port: this.o.port,
+          revisionId: spec.revisionId,
+        }),
+      );
+      log(`Slipway: building ${ref} from ${this.o.baseImage}.`);
+      await this.login(engine, ctx);
+      await this.podman(engine, ctx, "build", [
+        "build",
+        ...ULIMITS,
+        ...this.tls(),
+        ...this.auth(),
+        "--file",
+        file,
+        "--tag",
+        ref,
+        dir,
+      ]);
+      await this.podman(engine, ctx, "push", ["push", ...this.tls(), ...this.auth(), ref]);
+      return ref;
+    } finally {
+      // The registry holds the image now (or the build failed): nothing here is needed again.
+      await run(engine.name, ["rmi", "--force", ref], {
+        cwd: "/",
+        env: engine.env,
+        signal: new AbortController().signal,
+        onLine: () => {},
+      }).catch(() => {});
+      await rm(dir, { recursive: true, force: true });
+    }
+  }
+
+  async discard(deploymentId: string, revisionId: string): Promise<void> {
+    await rm(this.dir({ deploymentId, revisionId }), { recursive: true, force: true });
+  }
+
+  /** The auth file exists once logged in, i.e. only with credentials configured. */
+  private auth(): string[] {
+    return this.o.registry.username === undefined ? [] : ["--authfile", this.authFile];
+  }
+
+  private tls(): string[] {
+    return this.o.registry.insecure ? ["--tls-verify=false"] : [];
+  }
+
+  /** Logs in with the configured credentials; the password goes through stdin, never argv. */
+  private async login(engine: Engine, ctx: PhaseContext): Promise<void> {
+    const { username, password } = this.o.registry;
+    if (username === undefined || password === undefined) return;
+    await mkdir(join(this.o.dataDir, "runtime"), { recursive: true });
+    const host = registryHost(this.o.registry.url);
+    await this.podman(
+      engine,
+      ctx,
+      "login",
+      ["login", ...this.tls(), "--authfile", this.authFile, "--username", username, "--password-stdin", host],
+      password,
+    );
+  }
+
+  /** Runs one podman command, its output in the build log; a failure is a BuildError. */
+  private async podman(engine: Engine, ctx: PhaseContext, what: string, args: string[], stdin?: string) {
+    ctx.log("build", `$ podman ${args.join(" ")}`);
+    let last = "";
+    const result = await run(engine.name, args, {
+      cwd: "/",
+      env: engine.env,
+      signal: ctx.signal,
+      stdin,
+      onLine: (line) => {
+        if (line.trim()) last = line.trim();
+        ctx.log("build", line);
+      },
+    });
+    if (ctx.signal.aborted) throw abortError(ctx.signal);
+    if (result.code !== 0) {
+      const message = `podman ${what} ${describeExit(result)}${last ? `: ${last}` : ""}`;
+      ctx.log("build", `error: ${message}`);
+      throw new BuildError(message);
+    }
+  }
+}

@@ -1,0 +1,264 @@
+// The registry path end to end: a real `slipway serve` with SLIPWAY_REGISTRY_URL pointing at Debian's
+// docker-registry on loopback, a real `slipway listener`, and the stand-in Kubernetes API. An
+// uploaded source (no image) on a listener is built with podman on a busybox base, pushed, and named
+// in the listener's desired state; the test plays the kubelet.
+import assert from "node:assert/strict";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, describe, it } from "node:test";
+import { execEngine } from "../../src/runtimes/local/containers/engine.ts";
+import { TestImages, testEngine } from "../helpers/container-images.ts";
+import { createTestDatabase, DB_KINDS } from "../helpers/databases.ts";
+import { findResource } from "../helpers/k8s-standin/resources.ts";
+import { type StandIn, startK8sStandIn } from "../helpers/k8s-standin/server.ts";
+import { runSlipway, type SlipwayProcess } from "../helpers/process.ts";
+import { startRegistry, type TestRegistry } from "../helpers/registry.ts";
+import { makeTarball } from "../helpers/tarballs.ts";
+
+const KEY = "e2e-bootstrap-key-0123456789";
+const NS = "apps";
+type Obj = Record<string, unknown>;
+type Labelled = Obj & { metadata: { name: string; generation?: number; labels?: Record<string, string> } };
+
+async function eventually<T>(
+  what: string,
+  probe: () => Promise<T | undefined> | T | undefined,
+  timeoutMs = 300_000,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const v = await probe();
+      if (v !== undefined && v !== false) return v;
+    } catch (err) {
+      last = err;
+    }
+    if (Date.now() > deadline)
+      throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ""}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+const engine = await testEngine();
+
+for (const kind of DB_KINDS) {
+  describe(`listener images built and pushed to a registry, end to end [${kind}]`, {
+    skip: engine === undefined,
+  }, () => {
+    let k8s: StandIn;
+    let registry: TestRegistry;
+    let images: TestImages;
+    let dir: string;
+    let server: SlipwayProcess;
+    let listener: SlipwayProcess | undefined;
+    let url: string;
+    let listenerId: string;
+    let drop: () => Promise<void> = async () => {};
+
+    const api = async <T = Obj>(
+      method: string,
+      path: string,
+      body?: unknown,
+    ): Promise<{ status: number; body: T }> => {
+      const res = await fetch(`${url}${path}`, {
+        method,
+        headers: { "x-api-key": KEY, ...(body === undefined ? {} : { "content-type": "application/json" }) },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+      const text = await res.text();
+      return { status: res.status, body: (text ? JSON.parse(text) : undefined) as T };
+    };
+
+    before(async () => {
+      assert.ok(engine);
+      images = new TestImages(engine);
+      const base = await images.baseImage();
+      registry = await startRegistry();
+      k8s = await startK8sStandIn();
+      dir = mkdtempSync(join(tmpdir(), "slipway-e2e-registry-"));
+      const env: Record<string, string> = {
+        PORT: "0",
+        HOST: "127.0.0.1",
+        SLIPWAY_DATA_DIR: join(dir, "data"),
+        SLIPWAY_BOOTSTRAP_API_KEY: KEY,
+        SLIPWAY_APPS_PORT: "0",
+        SLIPWAY_APPS_DOMAIN: "apps.example.test",
+        SLIPWAY_RATE_LIMIT_PER_MINUTE: "0",
+        SLIPWAY_REGISTRY_URL: `http://${registry.address}`,
+        SLIPWAY_REGISTRY_INSECURE: "true",
+        SLIPWAY_BUILD_BASE_IMAGE: base,
+        LOG_LEVEL: "warn",
+      };
+      if (kind === "postgres") {
+        const db = await createTestDatabase("postgres");
+        drop = db.drop;
+        env.DATABASE_URL = db.url ?? "";
+      }
+      server = runSlipway(["serve"], env);
+      url = (await server.waitFor(/serving (http:\/\/\S+)/, 600_000))[1] ?? "";
+      const created = await api<{ id: string }>("POST", "/v2/listeners", {
+        compute_type: "k8s",
+        compute_id: `e2e-registry-${kind}`,
+        compute_config: { k8s_namespaces: [NS] },
+      });
+      assert.equal(created.status, 201, JSON.stringify(created.body));
+      listenerId = created.body.id;
+      const key = await api<{ key: string }>("POST", "/v1/api-keys", {
+        role: "listener",
+        listener_id: listenerId,
+        description: "e2e listener",
+      });
+      assert.equal(key.status, 201, JSON.stringify(key.body));
+      listener = runSlipway(
+        [
+          "listener",
+          ...["--url", url, "--api-key", key.body.key, "--listener-id", listenerId],
+          ...["--kubeconfig", k8s.kubeconfig(dir, NS), "--wait", "5", "--resync", "1", "--heartbeat", "1"],
+        ],
+        {},
+      );
+      await listener.waitFor(/listener: started/, 300_000);
+    });
+    after(async () => {
+      await listener?.stop();
+      await server?.stop();
+      await k8s?.close();
+      await registry?.stop();
+      await images?.cleanup();
+      await drop();
+      if (dir) rmSync(dir, { recursive: true, force: true });
+    });
+
+    it("an uploaded source on a listener: built on the base image, pushed, run by the listener → DEPLOYED", async () => {
+      const name = `built-${kind}`;
+      const created = await api<{ id: string }>("POST", "/v2/deployments", {
+        name,
+        source: "internal_source",
+        source_config: { listener_id: listenerId, listener_config: { k8s_namespace: NS } },
+        source_revision_config: { framework_config_path: "slipway.json" },
+      });
+      assert.equal(created.status, 201, JSON.stringify(created.body));
+      const id = created.body.id;
+      const target = await api<{ upload_url: string; source_tarball_path: string }>(
+        "POST",
+        `/v2/deployments/${id}/upload-url`,
+      );
+      assert.equal(target.status, 201, JSON.stringify(target.body));
+      // No package.json, so no install step: the busybox base has no node or npm.
+      const archive = await makeTarball({
+        "slipway.json": JSON.stringify({
+          start: 'exec httpd -f -p "$PORT" -h /app/www',
+          env: { MODE: 'say "hi" $HOME' },
+        }),
+        "www/index.html": '{"version":"built"}',
+      });
+      // PORT=0: the server's public URL names no real port, so the path goes to the bound one.
+      const u = new URL(target.body.upload_url);
+      const put = await fetch(`${url}${u.pathname}${u.search}`, {
+        method: "PUT",
+        headers: { "content-type": "application/gzip" },
+        body: new Uint8Array(archive),
+      });
+      assert.equal(put.status, 200, await put.text());
+      const patched = await api<{ latest_revision_id: string }>("PATCH", `/v2/deployments/${id}`, {
+        source_revision_config: { source_tarball_path: target.body.source_tarball_path },
+      });
+      assert.equal(patched.status, 200, JSON.stringify(patched.body));
+      const rev = patched.body.latest_revision_id;
+
+      const deployments = () =>
+        k8s.store.list(resource("apps", "v1", "deployments"), NS, {
+          labelSelector: `slipway.dev/deployment-id=${id}`,
+          fieldSelector: null,
+        }) as Labelled[];
+      let failed: string | undefined;
+      const found = await eventually("the API Deployment", async () => {
+        const r = (await api<Obj>("GET", `/v2/deployments/${id}/revisions/${rev}`)).body;
+        if (String(r.status).endsWith("FAILED")) {
+          const logs = (
+            await api<{ line: string }[]>(
+              "GET",
+              `/v2/deployments/${id}/revisions/${rev}/logs?type=build&limit=5000`,
+            )
+          ).body;
+          failed = `revision ${r.status}: ${r.status_message}\n${logs.map((l) => l.line).join("\n")}`;
+          return true;
+        }
+        return deployments()[0];
+      });
+      assert.equal(failed, undefined);
+      const d = found as Labelled;
+      const container = (d.spec as { template: { spec: { containers: { image: string }[] } } }).template.spec
+        .containers[0];
+      const image = container?.image ?? "";
+      const m = new RegExp(`^${registry.address.replace(/\./g, "\\.")}/([0-9a-f-]{36})/${name}:${rev}$`).exec(
+        image,
+      );
+      assert.ok(m, `image ${image}`);
+      const repository = `${m[1]}/${name}`;
+      assert.deepEqual(await registry.tags(repository), [rev]);
+
+      // What was pushed is the app: pulled back and run, it holds the uploaded files and the config's env.
+      assert.ok(engine);
+      const run = await execEngine(engine, [
+        "run",
+        "--rm",
+        "--tls-verify=false",
+        image,
+        "sh",
+        "-c",
+        'cat /app/www/index.html; echo; echo "$MODE|$PORT"',
+      ]);
+      assert.ok(run.ok, run.stderr);
+      assert.equal(run.stdout.trim(), '{"version":"built"}\nsay "hi" $HOME|8080');
+      await execEngine(engine, ["rmi", "--force", image]);
+
+      const logs = (
+        await api<{ line: string }[]>(
+          "GET",
+          `/v2/deployments/${id}/revisions/${rev}/logs?type=build&limit=5000`,
+        )
+      ).body.map((l) => l.line);
+      assert.ok(
+        logs.some((l) => l.startsWith("$ podman build")),
+        logs.join("\n"),
+      );
+      assert.ok(
+        logs.some((l) => l === `Slipway: pushed ${image}.`),
+        logs.join("\n"),
+      );
+
+      const res = await fetch(
+        `${k8s.url}/apis/apps/v1/namespaces/${NS}/deployments/${d.metadata.name}/status`,
+        {
+          method: "PATCH",
+          headers: { "content-type": "application/merge-patch+json" },
+          body: JSON.stringify({
+            status: {
+              observedGeneration: d.metadata.generation,
+              replicas: 1,
+              updatedReplicas: 1,
+              readyReplicas: 1,
+              availableReplicas: 1,
+              conditions: [{ type: "Available", status: "True", reason: "MinimumReplicasAvailable" }],
+            },
+          }),
+        },
+      );
+      assert.equal(res.status, 200);
+      await eventually(
+        "DEPLOYED",
+        async () =>
+          (await api<Obj>("GET", `/v2/deployments/${id}/revisions/${rev}`)).body.status === "DEPLOYED",
+      );
+    });
+  });
+}
+
+function resource(group: string, version: string, plural: string) {
+  const t = findResource(group, version, plural);
+  assert.ok(t);
+  return t;
+}
