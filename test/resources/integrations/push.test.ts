@@ -193,18 +193,18 @@ forEachDatabase(
       assert.equal(answer.deployments[0]?.revision_id, made.id);
       assert.equal(made.sha, sha, "the revision is pinned at the pushed commit");
       assert.equal(await revisionCount(ctx, notOnPush), before);
-    // No API key acted: the audit log names the push itself.
-    const audit = await api<Record<string, unknown>[] | { resources: Record<string, unknown>[] }>(
-      ctx,
-      "GET",
-      `/v1/audit-log?action=deployments.push&resource_id=${onPush}`,
-    );
-    assert.equal(audit.status, 200, JSON.stringify(audit.body));
-    const records = Array.isArray(audit.body) ? audit.body : audit.body.resources;
-    assert.equal(records.length, 1);
-    assert.equal(records[0]?.key_id, null);
-    assert.equal(records[0]?.status_code, 201);
-    assert.match(String(records[0]?.key_description), /code-host push/);
+      // No API key acted: the audit log names the push itself.
+      const audit = await api<Record<string, unknown>[] | { resources: Record<string, unknown>[] }>(
+        ctx,
+        "GET",
+        `/v1/audit-log?action=deployments.push&resource_id=${onPush}`,
+      );
+      assert.equal(audit.status, 200, JSON.stringify(audit.body));
+      const records = Array.isArray(audit.body) ? audit.body : audit.body.resources;
+      assert.equal(records.length, 1);
+      assert.equal(records[0]?.key_id, null);
+      assert.equal(records[0]?.status_code, 201);
+      assert.match(String(records[0]?.key_description), /code-host push/);
     });
 
     it("unsigned, mis-signed, other-secret and unknown-integration deliveries change nothing", async () => {
