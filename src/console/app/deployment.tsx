@@ -4,7 +4,9 @@ import { type Deployment, type Revision, unwrap } from "../../sdk/client.ts";
 import { followLogs, isTerminalStatus } from "../../sdk/revisions.ts";
 import { Metrics } from "./charts.tsx";
 import type { Session } from "./session.ts";
-import { ErrorBox, Section, Status, useAction, useLoad } from "./ui.tsx";
+import { ErrorBox, Section, Status, useAction, useEvents, useLoad } from "./ui.tsx";
+
+const PAGE_EVENTS = ["revision.status_changed", "deployment.status_changed"];
 
 function LiveLog({ session, dep, revisionId }: { session: Session; dep: Deployment; revisionId: string }) {
   const [type, setType] = useState<"build" | "deploy">("build");
@@ -206,13 +208,10 @@ export function DeploymentPage({ session, id }: { session: Session; id: string }
     dep.reload();
     revs.reload();
   };
-  const busy = revs.data?.resources.some((r) => !isTerminalStatus(r.status));
-  // While a revision is in progress the timeline refreshes itself.
-  useEffect(() => {
-    if (!busy) return;
-    const t = setInterval(reload, 1500);
-    return () => clearInterval(t);
-  }, [busy]);
+  // The page refreshes when the server says this deployment or one of its revisions changed.
+  useEvents(session.client, PAGE_EVENTS, (data) => {
+    if (data.deployment_id === id) reload();
+  });
   const redeploy = useAction(reload);
   const d = dep.data;
   if (dep.error) return <ErrorBox error={dep.error} />;

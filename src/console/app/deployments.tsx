@@ -2,17 +2,19 @@
 import { useState } from "preact/hooks";
 import { unwrap } from "../../sdk/client.ts";
 import type { Session } from "./session.ts";
-import { ErrorBox, Status, useLoad } from "./ui.tsx";
+import { ErrorBox, Status, useEvents, useLoad } from "./ui.tsx";
 
 const STATUSES = ["", "READY", "AWAITING_DATABASE", "UNUSED", "AWAITING_DELETE", "UNKNOWN"];
 const PAGE = 20;
+/** What changes a row of the list: the page refreshes on these, not on a timer. */
+const LIST_EVENTS = ["deployment.created", "deployment.deleted", "deployment.status_changed"];
 
 export function DeploymentsPage({ session }: { session: Session }) {
   const [search, setSearch] = useState("");
   const [status, setStatus] = useState("");
   const [offsets, setOffsets] = useState<number[]>([0]);
   const offset = offsets.at(-1) ?? 0;
-  const { data, error } = useLoad(
+  const { data, error, reload } = useLoad(
     () =>
       unwrap(
         session.client.api.GET("/v2/deployments", {
@@ -28,6 +30,7 @@ export function DeploymentsPage({ session }: { session: Session }) {
       ),
     [search, status, offset],
   );
+  useEvents(session.client, LIST_EVENTS, reload);
   return (
     <section>
       <h2>Deployments</h2>

@@ -1,6 +1,8 @@
 // Small shared pieces: loading data, errors, status badges, tables.
 import type { ComponentChildren } from "preact";
-import { useCallback, useEffect, useState } from "preact/hooks";
+import { useCallback, useEffect, useRef, useState } from "preact/hooks";
+import type { Slipway } from "../../sdk/client.ts";
+import { openStream } from "../../sdk/sse.ts";
 
 export function useLoad<T>(
   load: () => Promise<T>,
@@ -73,4 +75,30 @@ export function useAction(done: () => void): {
     );
   };
   return { run, error, busy };
+}
+
+/**
+ * Calls `onEvent` with the `data` of each workspace event of `types` while the page is open, from
+ * the server's event stream (`GET /v2/events`, resumed after a dropped connection): pages refresh
+ * when something changes instead of on a timer.
+ */
+export function useEvents(
+  client: Slipway,
+  types: readonly string[],
+  onEvent: (data: Record<string, unknown>) => void,
+): void {
+  const handler = useRef(onEvent);
+  handler.current = onEvent;
+  useEffect(() => {
+    const abort = new AbortController();
+    const query = types.map((t) => `types=${encodeURIComponent(t)}`).join("&");
+    (async () => {
+      const events = await openStream(client, `/v2/events?${query}`, { signal: abort.signal });
+      for await (const ev of events) {
+        const body = JSON.parse(ev.data) as { data?: Record<string, unknown> };
+        handler.current(body.data ?? {});
+      }
+    })().catch(() => undefined);
+    return () => abort.abort();
+  }, [client, types.join(",")]);
 }
