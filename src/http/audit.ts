@@ -10,11 +10,14 @@ import { completeAuditRecord, insertAuditRecord } from "../resources/audit-log/s
  *   changes something calls `recordAuditInTransaction` in its transaction (the event emitter does
  *   for deployments and revisions, services for webhooks), so the change and its record commit or
  *   roll back together;
+ * - a record written in the transaction carries the route's success status (its one 2xx) already,
+ *   so a successful response costs no further statement;
  * - when the response is ready (onSend, before the client sees it), the record gets the status
- *   code, or is written now when no transaction wrote it: failed writes (403, 404, 409, 422) and
- *   writes whose stores do not record in their transaction yet.
- * A crash between a commit and the response leaves a record with a null status code, never a change
- * without a record, for the stores on the transactional path.
+ *   code when it is another one, or is written now when no transaction wrote it: failed writes
+ *   (403, 404, 409, 422) and writes whose stores do not record in their transaction yet.
+ * A crash between a commit and the response leaves a record with the status the change would have
+ * answered (or null when the route has no single 2xx), never a change without a record, for the
+ * stores on the transactional path.
  */
 
 const READS = new Set(["GET", "HEAD", "OPTIONS"]);
@@ -61,10 +64,20 @@ function scopeOf(request: FastifyRequest, basePath: string): AuditScope | undefi
     resourceType,
     resourceId: typeof id === "string" ? id : null,
     requestId: request.id,
+    successStatus: successStatus(request),
     recorded: false,
   };
   scopes.set(request, scope);
   return scope;
+}
+
+/** The route's one documented 2xx status, or null when it documents none or several. */
+function successStatus(request: FastifyRequest): number | null {
+  const response = (request.routeOptions.schema?.response ?? {}) as Record<string, unknown>;
+  const codes = Object.keys(response)
+    .map(Number)
+    .filter((c) => c >= 200 && c < 300);
+  return codes.length === 1 ? (codes[0] ?? null) : null;
 }
 
 /** The id a create answered with (its body's top-level `id`); bodies are never stored. */
@@ -88,6 +101,10 @@ export function registerAudit(app: FastifyInstance, db: Database, basePath: stri
     const scope = scopeOf(request, basePath);
     if (!scope) return payload;
     const resourceId = scope.resourceId ?? (reply.statusCode < 300 ? createdId(payload) : null);
+    // Written in the change's transaction with this very outcome: nothing left to say.
+    if (scope.recorded && reply.statusCode === scope.successStatus && resourceId === scope.resourceId) {
+      return payload;
+    }
     try {
       const completed =
         scope.recorded && (await completeAuditRecord(db.orm, scope.id, reply.statusCode, resourceId));

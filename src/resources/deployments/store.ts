@@ -10,9 +10,12 @@ import {
   type DeploymentStatus,
   type RevisionStatus,
 } from "../../reconciler/states.ts";
+import { auditInTransaction } from "../audit-log/scope.ts";
 import { emit } from "../events/emit.ts";
-import { emitRevisionMoves, type StoredSecret } from "../revisions/store.ts";
+import { insertEventsFrom, notifyEvents } from "../events/store.ts";
+import { emitRevisionMoves, revisionMoveEvents, type StoredSecret } from "../revisions/store.ts";
 import { TAGGINGS_COUNTED, type TagValueGroup } from "../tags/store.ts";
+import { deliveriesFor } from "../webhooks/store.ts";
 import type { DeploymentType, SecretReference, Source } from "./schema.ts";
 
 /**
@@ -296,8 +299,10 @@ export interface RevisionCommit {
 
 /**
  * Commits a revision in one data-modifying statement: the revision, its secrets, SKIPPED for the
- * older ones not started, and the deployment pointed at it (what was pending is spent), returning
- * the new record; the reconciler is notified in the same statement (delivered at commit).
+ * older ones not started, the deployment pointed at it (what was pending is spent), the
+ * `revision.status_changed` events of the moves (SKIPPED first, then QUEUED) with their webhook
+ * deliveries, and the request's audit record, returning the new record; the reconciler and the
+ * event stream are notified in the same statement (delivered at commit).
  */
 export async function commitRevision(tx: Transaction, c: RevisionCommit): Promise<StoredRecord> {
   const parts: SQL[] = [sql`new_revision AS (${c.insertRevision} RETURNING id, status, status_message)`];
@@ -314,36 +319,23 @@ export async function commitRevision(tx: Transaction, c: RevisionCommit): Promis
            latest_revision_content = ${JSON.stringify(c.content)}::jsonb, updated_at = ${c.at}::timestamptz,
            pending_revision = NULL, pending_secrets_enc = NULL
      WHERE id = ${c.deploymentId}::uuid
-     RETURNING record, slipway_etag(record) AS etag, name, workspace_id, organization_id)`);
-  const [row] = await tx.query<
-    StoredRecord & { name: string; workspace_id: string; organization_id: string; revisions: RevisionMove[] }
-  >(
+     RETURNING id, record, slipway_etag(record) AS etag, name, workspace_id, organization_id)`);
+  const moves = sql`(SELECT 0 AS ord, id, status, status_message FROM skipped
+                     UNION ALL SELECT 1, id, status, status_message FROM new_revision)`;
+  parts.push(
+    sql`new_events AS (${insertEventsFrom(revisionMoveEvents(moves, sql`moved`), new Date().toISOString())})`,
+  );
+  parts.push(sql`new_deliveries AS (${deliveriesFor(sql`new_events`)})`);
+  const audit = auditInTransaction();
+  if (audit) parts.push(sql`audit AS (${audit})`);
+  const [row] = await tx.query<StoredRecord>(
     sql`WITH ${sql.join(parts, sql`, `)}
-        SELECT record, etag, name, workspace_id, organization_id,
-               (SELECT json_agg(json_build_object('id', r.id, 'status', r.status, 'status_message', r.status_message))
-                  FROM (SELECT id, status, status_message FROM skipped UNION ALL
-                        SELECT id, status, status_message FROM new_revision) r) AS revisions
-          FROM moved, pg_notify(${WORK_CHANNEL}::text, ${c.revisionId}::text)`,
+        SELECT record, etag, pg_notify(${WORK_CHANNEL}::text, ${c.revisionId}::text) AS work,
+               ${notifyEvents(sql`workspace_id::text`)} AS events
+          FROM moved`,
   );
   if (!row) throw new Error("deployment vanished under its row lock");
-  // Their events, in this transaction: the older ones SKIPPED, then the new one QUEUED.
-  await emitRevisionMoves(
-    tx.orm,
-    row.revisions.map((r) => ({
-      ...r,
-      deployment_id: c.deploymentId,
-      name: row.name,
-      workspace_id: row.workspace_id,
-      organization_id: row.organization_id,
-    })),
-  );
   return { record: row.record, etag: row.etag };
-}
-
-interface RevisionMove {
-  id: string;
-  status: RevisionStatus;
-  status_message: string | null;
 }
 
 /** The commit a git source resolved to, when that revision is the deployment's latest (its record shows it). */
