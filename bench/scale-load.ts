@@ -37,7 +37,11 @@ interface Ctx {
 function insertsFor(c: Ctx, lo: number, hi: number): Record<string, string> {
   const series = `generate_series(${lo}, ${hi}) g`;
   const content = JSON.stringify({
-    source_revision_config: { repo_ref: null, framework_config_path: null, image_uri: "registry.example/app:1" },
+    source_revision_config: {
+      repo_ref: null,
+      framework_config_path: null,
+      image_uri: "registry.example/app:1",
+    },
     resource_spec: { min_scale: 1, max_scale: 2, cpu: 0.5, memory_mb: 512 },
     secret_references: null,
     secrets: [
@@ -100,7 +104,12 @@ export async function loadScale(url: string, c: Ctx, jobs: number): Promise<Load
       await cl.query(`SET synchronous_commit = off; SET session_replication_role = replica;
                       SET maintenance_work_mem = '256MB'; SET max_parallel_maintenance_workers = 0`);
     }
-    const { rows: indexes } = await main.query<{ tbl: string; name: string; def: string; con: string | null }>(
+    const { rows: indexes } = await main.query<{
+      tbl: string;
+      name: string;
+      def: string;
+      con: string | null;
+    }>(
       `SELECT i.indrelid::regclass::text AS tbl, i.indexrelid::regclass::text AS name,
               pg_get_indexdef(i.indexrelid) AS def,
               (SELECT pg_get_constraintdef(c.oid) FROM pg_constraint c WHERE c.conindid = i.indexrelid
@@ -111,9 +120,7 @@ export async function loadScale(url: string, c: Ctx, jobs: number): Promise<Load
     await timed(`drop ${indexes.length} secondary indexes`, async () => {
       for (const ix of indexes) {
         await main.query(
-          ix.con === null
-            ? `DROP INDEX ${ix.name}`
-            : `ALTER TABLE ${ix.tbl} DROP CONSTRAINT ${ix.name}`,
+          ix.con === null ? `DROP INDEX ${ix.name}` : `ALTER TABLE ${ix.tbl} DROP CONSTRAINT ${ix.name}`,
         );
       }
     });
@@ -132,15 +139,19 @@ export async function loadScale(url: string, c: Ctx, jobs: number): Promise<Load
     const ranges: [number, number][] = [];
     for (let lo = 1; lo <= c.total; lo += chunk) ranges.push([lo, Math.min(c.total, lo + chunk - 1)]);
     for (const table of TABLES) {
-      await timed(`${table}: INSERT … SELECT generate_series (${ranges.length} ranges, ${jobs} at once)`, () =>
-        parallel(clients, ranges, async (cl, [lo, hi]) => {
-          await cl.query(insertsFor(c, lo, hi)[table] as string);
-        }),
+      await timed(
+        `${table}: INSERT … SELECT generate_series (${ranges.length} ranges, ${jobs} at once)`,
+        () =>
+          parallel(clients, ranges, async (cl, [lo, hi]) => {
+            await cl.query(insertsFor(c, lo, hi)[table] as string);
+          }),
       );
     }
     await timed(`recreate ${indexes.length} indexes (${jobs} at once)`, () =>
       parallel(clients, indexes, async (cl, ix) => {
-        await cl.query(ix.con === null ? ix.def : `ALTER TABLE ${ix.tbl} ADD CONSTRAINT ${ix.name} ${ix.con}`);
+        await cl.query(
+          ix.con === null ? ix.def : `ALTER TABLE ${ix.tbl} ADD CONSTRAINT ${ix.name} ${ix.con}`,
+        );
       }),
     );
     // VACUUM where index-only scans matter (the list order's index, the taggings); ANALYZE the rest.

@@ -30,7 +30,10 @@ const jobs = Number(process.env.SCALE_LOAD_JOBS ?? 2);
 const adminUrl = process.env.BENCH_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
 const resultsDir = join(dirname(fileURLToPath(import.meta.url)), "results");
 
-const load = () => loadavg().map((l) => l.toFixed(2)).join(" ");
+const load = () =>
+  loadavg()
+    .map((l) => l.toFixed(2))
+    .join(" ");
 
 async function freshDatabase(): Promise<string> {
   const admin = new pg.Client({ connectionString: adminUrl });
@@ -108,7 +111,11 @@ export async function scaleBench(): Promise<void> {
     if (!ws) throw new Error("no workspace after bootstrap");
     console.log(`[scale] loading ${total} deployments (revisions, 2 secrets each, tags) by SQL…`);
     const loadBefore = load();
-    const steps = await loadScale(url, { total, workspaceId: ws.id, organizationId: ws.organization_id }, jobs);
+    const steps = await loadScale(
+      url,
+      { total, workspaceId: ws.id, organizationId: ws.organization_id },
+      jobs,
+    );
     const loaded = steps.reduce((s, x) => s + x.seconds, 0);
     out(`## Load: ${total} deployments by SQL in ${loaded.toFixed(1)} s`);
     out(`(load average before ${loadBefore}, after ${load()}; ${jobs} connections)\n`);
@@ -148,7 +155,11 @@ export async function scaleBench(): Promise<void> {
     out("\n## EXPLAIN (ANALYZE, BUFFERS) of each list's page query\n");
     const seqScans: string[] = [];
     for (const c of all) {
-      const q = { limit: 20, offset: Number(c.query.offset ?? 0), ...c.query } as unknown as ListDeploymentsQuery;
+      const q = {
+        limit: 20,
+        offset: Number(c.query.offset ?? 0),
+        ...c.query,
+      } as unknown as ListDeploymentsQuery;
       if (c.query.remote_reconciled !== undefined) q.remote_reconciled = c.query.remote_reconciled === "true";
       const filter = await listFilter(db, q);
       if (filter === null) continue;
@@ -156,7 +167,9 @@ export async function scaleBench(): Promise<void> {
       if (/Seq Scan on (deployments|deployment_tags)/.test(plan)) seqScans.push(c.label);
       out(`### ${c.label}\n\n\`\`\`\n${plan}\n\`\`\`\n`);
     }
-    out(`Sequential scans of deployments or deployment_tags: ${seqScans.length ? seqScans.join(", ") : "none"}`);
+    out(
+      `Sequential scans of deployments or deployment_tags: ${seqScans.length ? seqScans.join(", ") : "none"}`,
+    );
     await app.close();
   } finally {
     await db.close();
