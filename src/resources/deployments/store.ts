@@ -5,15 +5,11 @@ import { type Executor, inTransaction, type Reader, rows, type Transaction } fro
 import { type EnvelopeColumn, envelopeColumn } from "../../db/envelopes.ts";
 import { deployments } from "../../db/schema/deployments.ts";
 import { likeEscape, sqlList, uuidList } from "../../db/sql.ts";
-import {
-  assertDeploymentTransition,
-  type DeploymentStatus,
-  type RevisionStatus,
-} from "../../reconciler/states.ts";
+import { assertDeploymentTransition, type DeploymentStatus } from "../../reconciler/states.ts";
 import { auditInTransaction } from "../audit-log/scope.ts";
 import { emit } from "../events/emit.ts";
 import { insertEventsFrom, notifyEvents } from "../events/store.ts";
-import { emitRevisionMoves, revisionMoveEvents, type StoredSecret } from "../revisions/store.ts";
+import { revisionMoveEvents, type StoredSecret } from "../revisions/store.ts";
 import { TAGGINGS_COUNTED, type TagValueGroup } from "../tags/store.ts";
 import { deliveriesFor } from "../webhooks/store.ts";
 import type { DeploymentType, SecretReference, Source } from "./schema.ts";
