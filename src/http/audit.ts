@@ -8,12 +8,15 @@ import { completeAuditRecord, insertAuditRecord } from "../resources/audit-log/s
  * The audit log of API writes. Two paths, one record:
  * - before the handler, a write request gets an audit scope (AsyncLocalStorage); a service that
  *   changes something records it in the change's transaction (`inAuditedTransaction`, or
- *   `recordAuditInTransaction` from the event emitter for deployments and revisions), so the change
- *   and its record commit or roll back together;
+ *   `recordAuditInTransaction` / `auditInTransaction` folded into a data-modifying CTE for
+ *   deployments and revisions), so the change and its record commit or roll back together;
+ * - a record written in the transaction carries the route's success status (its one 2xx) already,
+ *   so a successful response costs no further statement;
  * - when the response is ready (onSend, before the client sees it), the record gets the status
- *   code, or is written now when no transaction wrote it: refused writes (403, 404, 409, 422).
- * A crash between a commit and the response leaves a record with a null status code, never a change
- * without a record, for the stores on the transactional path.
+ *   code when it is another one, or is written now when no transaction wrote it: refused writes
+ *   (403, 404, 409, 422).
+ * A crash between a commit and the response leaves a record with the status the change would have
+ * answered (or null when the route has no single 2xx), never a change without a record.
  */
 
 const READS = new Set(["GET", "HEAD", "OPTIONS"]);
@@ -60,10 +63,20 @@ function scopeOf(request: FastifyRequest, basePath: string): AuditScope | undefi
     resourceType,
     resourceId: typeof id === "string" ? id : null,
     requestId: request.id,
+    successStatus: successStatus(request),
     recorded: false,
   };
   scopes.set(request, scope);
   return scope;
+}
+
+/** The route's one documented 2xx status, or null when it documents none or several. */
+function successStatus(request: FastifyRequest): number | null {
+  const response = (request.routeOptions.schema?.response ?? {}) as Record<string, unknown>;
+  const codes = Object.keys(response)
+    .map(Number)
+    .filter((c) => c >= 200 && c < 300);
+  return codes.length === 1 ? (codes[0] ?? null) : null;
 }
 
 /** The id a create answered with (its body's top-level `id`); bodies are never stored. */
@@ -87,6 +100,10 @@ export function registerAudit(app: FastifyInstance, db: Database, basePath: stri
     const scope = scopeOf(request, basePath);
     if (!scope) return payload;
     const resourceId = scope.resourceId ?? (reply.statusCode < 300 ? createdId(payload) : null);
+    // Written in the change's transaction with this very outcome: nothing left to say.
+    if (scope.recorded && reply.statusCode === scope.successStatus && resourceId === scope.resourceId) {
+      return payload;
+    }
     try {
       const completed =
         scope.recorded && (await completeAuditRecord(db.orm, scope.id, reply.statusCode, resourceId));

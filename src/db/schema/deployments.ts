@@ -40,9 +40,8 @@ export const deployments = pgTable("deployments", {
   updatedAt: ts("updated_at").notNull().defaultNow(),
   /** What the record shows of the latest revision (migration 0008). */
   latestRevisionContent: jsonb("latest_revision_content").$type<Record<string, unknown> | null>(),
-  /** The API record as JSON text, and its ETag: generated columns, defined in migration 0008. */
+  /** The API record as JSON text: a generated column, defined in migration 0008 (its ETag: slipway_etag, 0016). */
   record: text("record").generatedAlwaysAs(sql`slipway_deployment_record(...)`),
-  etag: text("etag").generatedAlwaysAs(sql`md5(slipway_deployment_record(...))`),
 });
 
 export interface StatusChange {

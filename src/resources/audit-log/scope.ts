@@ -1,6 +1,7 @@
 import { AsyncLocalStorage } from "node:async_hooks";
+import type { SQL } from "drizzle-orm";
 import { type Executor, inTransaction } from "../../db/client.ts";
-import { insertAuditRecord } from "./store.ts";
+import { auditInsert } from "./store.ts";
 
 /** What the audit record of one API write says, known before the handler runs (http/audit.ts fills it). */
 export interface AuditScope {
@@ -17,6 +18,12 @@ export interface AuditScope {
   resourceType: string;
   resourceId: string | null;
   requestId: string;
+  /**
+   * The status code the route answers when the change succeeds (its one 2xx), or null: a record
+   * written in the change's transaction carries it, so a response with that code needs no second
+   * statement to complete the record.
+   */
+  successStatus: number | null;
   /** Set once the record was written in a transaction of the change (then the response completes it). */
   recorded: boolean;
 }
@@ -39,11 +46,21 @@ export function withAuditScope<T>(scope: AuditScope, fn: () => Promise<T>): Prom
  * call in the same request does nothing either. `resourceId` names what a create made.
  */
 export async function recordAuditInTransaction(tx: Executor, resourceId?: string): Promise<void> {
+  const statement = auditInTransaction(resourceId);
+  if (statement) await tx.execute(statement);
+}
+
+/**
+ * The statement of `recordAuditInTransaction`, for a caller that folds it into its own write (a
+ * data-modifying CTE), or null when there is nothing to record. The scope counts it as written:
+ * if the transaction rolls back, the response's hook finds no record and writes one.
+ */
+export function auditInTransaction(resourceId?: string): SQL | null {
   const scope = current.getStore();
-  if (!scope || scope.recorded) return;
+  if (!scope || scope.recorded) return null;
   if (resourceId !== undefined && scope.resourceId === null) scope.resourceId = resourceId;
-  await insertAuditRecord(tx, scope, null);
   scope.recorded = true;
+  return auditInsert(scope, scope.successStatus);
 }
 
 /**

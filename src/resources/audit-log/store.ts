@@ -12,14 +12,17 @@ export async function insertAuditRecord(
   s: AuditScope,
   statusCode: number | null,
 ): Promise<void> {
-  await exec.execute(
-    sql`INSERT INTO audit_log (id, organization_id, workspace_id, key_id, key_description, method, route, action,
+  await exec.execute(auditInsert(s, statusCode));
+}
+
+/** The statement `insertAuditRecord` runs; also a data-modifying CTE's part. */
+export function auditInsert(s: AuditScope, statusCode: number | null): SQL {
+  return sql`INSERT INTO audit_log (id, organization_id, workspace_id, key_id, key_description, method, route, action,
                                resource_type, resource_id, status_code, request_id)
         VALUES (${s.id}, ${s.organizationId}, ${s.workspaceId}, ${s.keyId},
                 coalesce((SELECT description FROM api_keys WHERE id = ${s.keyId}), ${s.actor ?? ""}), ${s.method}, ${s.route},
-                ${s.action}, ${s.resourceType}, ${s.resourceId}, ${statusCode}, ${s.requestId})
-        ON CONFLICT (id) DO NOTHING`,
-  );
+                ${s.action}, ${s.resourceType}, ${s.resourceId}, ${statusCode}::int, ${s.requestId})
+        ON CONFLICT (id) DO NOTHING`;
 }
 
 /**

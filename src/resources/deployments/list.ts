@@ -61,7 +61,7 @@ export async function listFilter(exec: Reader, q: ListDeploymentsQuery): Promise
       i.toLowerCase(),
     );
     const groups = await tagValueGroups(exec, ids);
-    if (groups.flat().length < new Set(ids).size) return null;
+    if (groups.flatMap((g) => g.ids).length < new Set(ids).size) return null;
     f.tagGroups = groups;
   }
   return f;

@@ -24,18 +24,13 @@ export interface EventInput {
  */
 export async function emit(exec: Executor, e: EventInput): Promise<void> {
   await inTransaction(exec, async (tx) => {
-    const id = randomUUID();
-    const body = JSON.stringify({
-      type: e.type,
-      timestamp: new Date().toISOString(),
-      data: { ...e.data, tenant_id: e.workspaceId },
-    });
     const pk = await insertEvent(tx, {
-      id,
+      id: randomUUID(),
       organizationId: e.organizationId,
       workspaceId: e.workspaceId,
       type: e.type,
-      body,
+      timestamp: new Date().toISOString(),
+      data: JSON.stringify({ ...e.data, tenant_id: e.workspaceId }),
     });
     await enqueueDeliveries(tx, pk, e.workspaceId, e.type);
     // The API request behind this change (if any) is audited in the same transaction.

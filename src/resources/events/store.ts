@@ -1,4 +1,4 @@
-import { sql } from "drizzle-orm";
+import { type SQL, sql } from "drizzle-orm";
 import { EVENTS_CHANNEL, EVENTS_SEQUENCE_LOCK } from "../../db/channels.ts";
 import { type Database, type Executor, type Reader, rows } from "../../db/client.ts";
 
@@ -9,7 +9,18 @@ export interface NewEvent {
   organizationId: string;
   workspaceId: string;
   type: string;
-  body: string;
+  /** ISO 8601, when it happened. */
+  timestamp: string;
+  /** The event's `data` as JSON text. */
+  data: string;
+}
+
+/**
+ * An event's body, the exact JSON receivers and the stream get: `{type, timestamp, data}` (the
+ * Standard Webhooks shape), `data` as given (JSON text).
+ */
+function eventBody(type: SQL, timestamp: SQL, data: SQL): SQL {
+  return sql`json_build_object('type', ${type}, 'timestamp', ${timestamp}, 'data', ${data})::text`;
 }
 
 /** Records an event in the caller's transaction; the NOTIFY goes out only when it commits. */
@@ -17,10 +28,29 @@ export async function insertEvent(tx: Executor, e: NewEvent): Promise<number> {
   const [row] = await rows<{ pk: string }>(
     tx,
     sql`INSERT INTO events (id, organization_id, workspace_id, type, body)
-        VALUES (${e.id}, ${e.organizationId}, ${e.workspaceId}, ${e.type}, ${e.body}) RETURNING pk`,
+        VALUES (${e.id}, ${e.organizationId}, ${e.workspaceId}, ${e.type},
+                ${eventBody(sql`${e.type}::text`, sql`${e.timestamp}::text`, sql`${e.data}::json`)})
+        RETURNING pk`,
   );
-  await tx.execute(sql`SELECT pg_notify(${EVENTS_CHANNEL}, ${e.workspaceId})`);
+  await tx.execute(sql`SELECT ${notifyEvents(sql`${e.workspaceId}::text`)}`);
   return Number(row?.pk);
+}
+
+/**
+ * For a data-modifying CTE: records the events `source` selects — columns organization_id,
+ * workspace_id, type, data (json), ord (their order) — returning pk, workspace_id and type of each.
+ */
+export function insertEventsFrom(source: SQL, timestamp: string): SQL {
+  return sql`INSERT INTO events (id, organization_id, workspace_id, type, body)
+             SELECT gen_random_uuid(), e.organization_id, e.workspace_id, e.type,
+                    ${eventBody(sql`e.type`, sql`${timestamp}::text`, sql`e.data`)}
+               FROM (${source}) e ORDER BY e.ord
+             RETURNING pk, workspace_id, type`;
+}
+
+/** The call that wakes the stream's sequencer and followers of a workspace (delivered at commit). */
+export function notifyEvents(workspaceId: SQL): SQL {
+  return sql`pg_notify(${EVENTS_CHANNEL}::text, ${workspaceId})`;
 }
 
 /**

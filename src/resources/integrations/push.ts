@@ -150,6 +150,7 @@ export async function applyPush(
       resourceType: "deployments",
       resourceId: target.id,
       requestId: push.via.requestId,
+      successStatus: 201,
       recorded: false,
     };
     const made = await withAuditScope(scope, () =>

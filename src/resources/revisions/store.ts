@@ -181,6 +181,19 @@ export async function writeRevisionStatus(
   });
 }
 
+/**
+ * `revision.status_changed` events as a data-modifying CTE's source (events/store.ts
+ * `insertEventsFrom`): one per row of `moves` (id, status, status_message, ord), of the deployment
+ * `deployment` (id, name, workspace_id, organization_id). Its data is what `emitRevisionMoves` sends.
+ */
+export function revisionMoveEvents(moves: SQL, deployment: SQL): SQL {
+  return sql`SELECT d.organization_id, d.workspace_id, 'revision.status_changed'::text AS type, r.ord,
+                    json_build_object('revision_id', r.id, 'deployment_id', d.id, 'deployment_name', d.name,
+                                      'status', r.status, 'status_message', r.status_message,
+                                      'tenant_id', d.workspace_id) AS data
+               FROM ${moves} r, ${deployment} d`;
+}
+
 /** `revision.status_changed` for each row moved, in the transaction of the move. */
 export async function emitRevisionMoves(exec: Executor, moved: readonly MovedRevision[]): Promise<void> {
   for (const m of moved) {

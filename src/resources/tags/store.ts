@@ -15,15 +15,32 @@ const TAGGING_SELECT = sql.raw(`SELECT t.deployment_id, t.tag_value_id, v.tag_ke
   FROM deployment_tags t JOIN tag_values v ON v.id = t.tag_value_id JOIN tag_keys k ON k.id = v.tag_key_id
   JOIN deployments d ON d.id = t.deployment_id`);
 
-/** The given tag value ids that exist, grouped by their key (for the list filter). */
-export async function tagValueGroups(exec: Reader, ids: readonly string[]): Promise<string[][]> {
+/** How far `tagValueGroups` counts a group's taggings: enough to tell a sparse value from a dense one. */
+export const TAGGINGS_COUNTED = 3000;
+
+/** The tag values of one key in a list filter, and how many taggings they have (counted up to TAGGINGS_COUNTED). */
+export interface TagValueGroup {
+  ids: string[];
+  taggings: number;
+}
+
+/**
+ * The given tag value ids that exist, grouped by their key (for the list filter), each group with
+ * its taggings counted up to a bound (an index-only scan of at most TAGGINGS_COUNTED entries), so
+ * the list query can start from a sparse value's deployments instead of walking the list order.
+ */
+export async function tagValueGroups(exec: Reader, ids: readonly string[]): Promise<TagValueGroup[]> {
   if (ids.length === 0) return [];
-  const found = await rows<{ ids: string[] }>(
+  return rows<TagValueGroup>(
     exec,
-    sql`SELECT array_agg(id::text ORDER BY id) AS ids FROM tag_values WHERE id IN (${uuidList(ids)})
-         GROUP BY tag_key_id ORDER BY tag_key_id`,
+    sql`SELECT g.ids::text[] AS ids, c.taggings
+          FROM (SELECT tag_key_id, array_agg(id ORDER BY id) AS ids FROM tag_values
+                 WHERE id IN (${uuidList(ids)}) GROUP BY tag_key_id) g,
+               LATERAL (SELECT count(*)::int AS taggings
+                          FROM (SELECT 1 FROM deployment_tags dt WHERE dt.tag_value_id = ANY (g.ids)
+                                 LIMIT ${TAGGINGS_COUNTED}) t) c
+         ORDER BY g.tag_key_id`,
   );
-  return found.map((g) => g.ids);
 }
 
 export function tagKeyRows(exec: Executor, workspaceId: string): Promise<TagKey[]> {

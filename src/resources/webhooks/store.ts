@@ -106,10 +106,21 @@ export async function enqueueDeliveries(
   type: string,
 ): Promise<void> {
   await tx.execute(
-    sql`INSERT INTO webhook_deliveries (webhook_id, event_pk, give_up_at)
-        SELECT id, ${eventPk}, now() + ${GIVE_UP_AFTER}::interval FROM webhooks
-         WHERE workspace_id = ${workspaceId} AND enabled AND events @> ${JSON.stringify([type])}::jsonb`,
+    deliveriesFor(
+      sql`(SELECT ${eventPk}::bigint AS pk, ${workspaceId}::uuid AS workspace_id, ${type}::text AS type)`,
+    ),
   );
+}
+
+/**
+ * The deliveries of the events `events` lists (columns pk, workspace_id, type): one per enabled
+ * webhook of the event's workspace subscribed to its type. Also a data-modifying CTE's part.
+ */
+export function deliveriesFor(events: SQL): SQL {
+  return sql`INSERT INTO webhook_deliveries (webhook_id, event_pk, give_up_at)
+             SELECT w.id, e.pk, now() + ${GIVE_UP_AFTER}::interval
+               FROM ${events} e JOIN webhooks w ON w.workspace_id = e.workspace_id
+              WHERE w.enabled AND w.events @> jsonb_build_array(e.type)`;
 }
 
 export interface ClaimedDelivery {

@@ -268,7 +268,14 @@ export class LocalRuntime implements Runtime {
     const previous = state.switchTo(group);
     // No pids: tenants see their own (sandboxed) numbering, never the host's.
     log(`slipway: revision ${spec.revisionId} is serving at ${url}`);
-    if (previous !== undefined && previous !== group) await state.drain(previous, this.drainTimeoutMs, log);
+    // The new revision serves from here on: the old one drains (its in-flight requests finish, at
+    // most drainTimeoutMs) after activate returns, so DEPLOYED does not wait for it. The slot keeps
+    // it among its retiring groups: teardown and close stop it at once.
+    if (previous !== undefined && previous !== group) {
+      void state.drain(previous, this.drainTimeoutMs, log).catch((err: unknown) => {
+        this.o.logger.warn({ err, revisionId: previous.revisionId }, "draining the replaced revision failed");
+      });
+    }
     if (cache === undefined && state.cache !== undefined) {
       await state.cache.stop();
       state.cache = undefined;
@@ -317,7 +324,18 @@ export class LocalRuntime implements Runtime {
       this.o.logger.warn({ deploymentId, revisionId }, "not discarding the revision that is serving");
       return;
     }
-    await rm(this.layout.revisionDir(deploymentId, revisionId), { recursive: true, force: true });
+    const dir = this.layout.revisionDir(deploymentId, revisionId);
+    const draining = state?.drained(revisionId);
+    if (draining === undefined) {
+      await rm(dir, { recursive: true, force: true });
+      return;
+    }
+    // Still finishing requests from its files: they go once it has stopped, and nobody waits for that.
+    void draining
+      .then(() => rm(dir, { recursive: true, force: true }))
+      .catch((err: unknown) =>
+        this.o.logger.warn({ err, revisionId }, "removing a replaced revision failed"),
+      );
   }
 
   async processes(deploymentId: string): Promise<ProcessInfo[]> {

@@ -22,6 +22,8 @@ export class DeploymentSlot {
   /** Whether what a killed Slipway left for this deployment was ended (once per runtime). */
   reaped = false;
   private queue: Promise<unknown> = Promise.resolve();
+  /** The drains under way, by revision: its files stay until it has stopped. */
+  private readonly draining = new Map<string, Promise<void>>();
 
   constructor(
     readonly id: string,
@@ -63,15 +65,20 @@ export class DeploymentSlot {
   }
 
   /** Lets a replaced group finish its in-flight requests (at most `drainMs`), then stops it. */
-  async drain(previous: RevisionGroup, drainMs: number, log: (line: string) => void): Promise<void> {
+  drain(previous: RevisionGroup, drainMs: number, log: (line: string) => void): Promise<void> {
     log(`slipway: draining revision ${previous.revisionId}`);
     this.retiring.add(previous);
-    try {
-      await previous.retire(drainMs);
-    } finally {
+    const done = previous.retire(drainMs).finally(() => {
       this.retiring.delete(previous);
-    }
-    log(`slipway: revision ${previous.revisionId} stopped`);
+      this.draining.delete(previous.revisionId);
+    });
+    this.draining.set(previous.revisionId, done);
+    return done.then(() => log(`slipway: revision ${previous.revisionId} stopped`));
+  }
+
+  /** Settles once the revision's drain has; undefined when it is not draining. */
+  drained(revisionId: string): Promise<unknown> | undefined {
+    return this.draining.get(revisionId)?.catch(() => undefined);
   }
 
   /** Every process of the deployment that runs here: active, starting and draining revisions. */

@@ -84,13 +84,15 @@ describe("local runtime: serving", () => {
     const held = await longOne;
     assert.equal(held.status, 200);
     assert.equal(held.json().version, "v1");
-    assert.equal(alive(oldPid), false, "the old revision is stopped when activate returns");
+    // activate returns once the new revision serves; the old one drains and stops after it.
+    await waitFor("the old revision to stop", () => !alive(oldPid));
     await waitFor("traffic on v2", () => seen.v2 > 50);
     stop = true;
     await Promise.all(loops);
     assert.deepEqual(failures, []);
     assert.equal(seen.v1AfterSwitch, 0, "requests started after the switch go to the new revision");
     // Other lines (the new processes' output) may come between the two; the order is what counts.
+    await waitFor("its stop in the deploy log", () => /revision \S+ stopped/.test(ctx.text("deploy")));
     const deployLog = ctx.text("deploy");
     const draining = deployLog.search(/draining revision /);
     const stopped = deployLog.search(/revision \S+ stopped/);
