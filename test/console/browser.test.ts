@@ -91,6 +91,43 @@ forEachDatabase(
       );
     });
 
+    it("adds a tag (its key and value made on the way) and removes it", async () => {
+      await page.goto(deploymentUrl);
+      await page.waitForSelector("form[aria-label='Add a tag']");
+      await page.fill("input[aria-label='Tag key']", "tier");
+      await page.fill("input[aria-label='Tag value']", "gold");
+      await page.click("button:has-text('Add tag')");
+      await page.waitForSelector("[data-tag='tier:gold']");
+      const id = deploymentUrl.split("/").at(-1);
+      const tagsOf = async () => {
+        const res = await fetch(`${base}/v2/deployments/${id}/tags`, {
+          headers: { "x-api-key": suite.ctx.keys.admin },
+        });
+        return ((await res.json()) as { key: string; value: string }[]).map((t) => `${t.key}:${t.value}`);
+      };
+      assert.deepEqual(await tagsOf(), ["tier:gold"]);
+      await page.click("button[aria-label='Remove tag tier: gold']");
+      await page.waitForSelector("[data-tag='tier:gold']", { state: "detached" });
+      assert.deepEqual(await tagsOf(), []);
+    });
+
+    it("the workspace picker sends every request to the chosen workspace", async () => {
+      await page.goto(`${base}/console/#/deployments`);
+      await page.waitForSelector(`a:has-text('${name}')`);
+      await page.selectOption("select[aria-label='Workspace']", suite.ctx.workspace2Id);
+      await page.waitForSelector(`a:has-text('${name}')`, { state: "detached" });
+      assert.equal(
+        await page.evaluate(() => sessionStorage.getItem("slipway.workspace")),
+        suite.ctx.workspace2Id,
+      );
+      // Kept across a reload of the tab, like the key.
+      await page.reload();
+      await page.waitForSelector("h2:has-text('Deployments')");
+      assert.equal(await page.locator(`a:has-text('${name}')`).count(), 0);
+      await page.selectOption("select[aria-label='Workspace']", "");
+      await page.waitForSelector(`a:has-text('${name}')`);
+    });
+
     it("signs out (the key leaves session storage); a viewer sees no write buttons", async () => {
       await page.goto(`${base}/console/#/deployments`);
       await page.waitForSelector("h2:has-text('Deployments')");
@@ -103,9 +140,17 @@ forEachDatabase(
       assert.equal(await page.locator("a:has-text('New deployment')").count(), 0);
       await page.goto(deploymentUrl);
       await page.waitForSelector(".timeline li");
-      for (const label of ["Redeploy", "Roll back to this", "Save secrets", "Interrupt", "Add secret"]) {
+      for (const label of [
+        "Redeploy",
+        "Roll back to this",
+        "Save secrets",
+        "Interrupt",
+        "Add secret",
+        "Add tag",
+      ]) {
         assert.equal(await page.locator(`button:has-text('${label}')`).count(), 0, `viewer sees ${label}`);
       }
+      assert.equal(await page.locator("form[aria-label='Add a tag']").count(), 0, "viewer edits no tags");
       await page.click("button:has-text('Sign out')");
     });
   },

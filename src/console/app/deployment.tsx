@@ -4,6 +4,7 @@ import { type Deployment, type Revision, unwrap } from "../../sdk/client.ts";
 import { followLogs, isTerminalStatus } from "../../sdk/revisions.ts";
 import { Metrics } from "./charts.tsx";
 import type { Session } from "./session.ts";
+import { Tags } from "./tags.tsx";
 import { ErrorBox, Section, Status, useAction, useEvents, useLoad } from "./ui.tsx";
 
 const PAGE_EVENTS = ["revision.status_changed", "deployment.status_changed"];
@@ -195,15 +196,6 @@ export function DeploymentPage({ session, id }: { session: Session; id: string }
       ),
     [id],
   );
-  const tags = useLoad(
-    () =>
-      unwrap(
-        session.client.api.GET("/v2/deployments/{deployment_id}/tags", {
-          params: { path: { deployment_id: id } },
-        }),
-      ),
-    [id],
-  );
   const reload = () => {
     dep.reload();
     revs.reload();
@@ -284,12 +276,7 @@ export function DeploymentPage({ session, id }: { session: Session; id: string }
         <pre>{JSON.stringify(d.source_config.resource_spec ?? {}, null, 2)}</pre>
       </Section>
       <Section title="Tags">
-        <ErrorBox error={tags.error} />
-        <p>
-          {tags.data?.length
-            ? tags.data.map((t) => <span class="badge">{JSON.stringify(t)}</span>)
-            : "No tags."}
-        </p>
+        <Tags session={session} deploymentId={d.id} />
       </Section>
     </section>
   );

@@ -6,9 +6,10 @@ import { AdminPage, IntegrationsPage, ProvidersPage } from "./admin.tsx";
 import { CreatePage } from "./create.tsx";
 import { DeploymentPage } from "./deployment.tsx";
 import { DeploymentsPage } from "./deployments.tsx";
-import { type Session, signIn, signOut, storedKey } from "./session.ts";
+import { inWorkspace, type Session, signIn, signOut, storedKey } from "./session.ts";
 import "./style.css";
 import { ErrorBox } from "./ui.tsx";
+import { WorkspacePicker } from "./workspaces.tsx";
 
 function useHash(): string {
   const [hash, setHash] = useState(location.hash);
@@ -88,6 +89,10 @@ function App() {
           <a href="#/integrations">Integrations</a>
           {session.role === "admin" && <a href="#/admin">Keys &amp; workspaces</a>}
         </nav>
+        <WorkspacePicker
+          session={session}
+          onPick={(workspace) => setSession(inWorkspace(session, storedKey() ?? "", workspace))}
+        />
         <span class="muted">{session.role}</span>
         <button
           type="button"
@@ -101,7 +106,7 @@ function App() {
         </button>
       </header>
       <main>
-        <Page session={session} hash={hash} />
+        <Page key={session.workspace ?? ""} session={session} hash={hash} />
       </main>
     </>
   );

@@ -2,6 +2,7 @@
 import { createSlipway, type Slipway, unwrap } from "../../sdk/client.ts";
 
 const KEY = "slipway.apiKey";
+const WORKSPACE = "slipway.workspace";
 
 /** The API's URL: everything before `/console` in this page's path (so SLIPWAY_BASE_PATH works). */
 export function apiBase(): string {
@@ -15,25 +16,38 @@ export type Role = "admin" | "member" | "viewer";
 export interface Session {
   client: Slipway;
   role: Role;
+  /** The workspace every request names (`X-Tenant-Id`); undefined: the key's own default. */
+  workspace?: string;
 }
 
 export const storedKey = (): string | null => sessionStorage.getItem(KEY);
-export const signOut = (): void => sessionStorage.removeItem(KEY);
+export const signOut = (): void => {
+  sessionStorage.removeItem(KEY);
+  sessionStorage.removeItem(WORKSPACE);
+};
+
+/** The session acting in `workspace` (undefined: the key's default), remembered for this tab. */
+export function inWorkspace(session: Session, apiKey: string, workspace: string | undefined): Session {
+  if (workspace) sessionStorage.setItem(WORKSPACE, workspace);
+  else sessionStorage.removeItem(WORKSPACE);
+  return { ...session, workspace, client: createSlipway({ baseUrl: apiBase(), apiKey, workspace }) };
+}
 
 /**
  * Checks the key and finds its role without changing anything: the key list answers admins only,
  * and an empty tag-key create is refused by role (403) before its body is checked (422).
  */
 export async function signIn(apiKey: string): Promise<Session> {
-  const client = createSlipway({ baseUrl: apiBase(), apiKey });
+  const workspace = sessionStorage.getItem(WORKSPACE) ?? undefined;
+  const client = createSlipway({ baseUrl: apiBase(), apiKey, workspace });
   await unwrap(client.api.GET("/v1/workspaces", {}));
   sessionStorage.setItem(KEY, apiKey);
   const keys = await client.api.GET("/v1/api-keys", {});
-  if (keys.response.ok) return { client, role: "admin" };
+  if (keys.response.ok) return { client, role: "admin", workspace };
   const probe = await client.fetch(`${apiBase()}/v2/tags/keys`, {
     method: "POST",
     headers: { ...client.headers, "content-type": "application/json" },
     body: "{}",
   });
-  return { client, role: probe.status === 403 ? "viewer" : "member" };
+  return { client, role: probe.status === 403 ? "viewer" : "member", workspace };
 }
