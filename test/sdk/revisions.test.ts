@@ -160,7 +160,9 @@ forEachDatabase("SDK: waiting for a revision on the event stream", (suite) => {
         onStatus: (s) => statuses.push(s),
       });
       await runtime.reached("old", "build");
-      await sleep(300);
+      // While nothing changes, a poller keeps reading: ten reads of a held build say it polls.
+      const reads = () => calls.filter((c) => c.url.includes(`/revisions/${rev}`)).length;
+      await until("the wait polls", async () => (reads() >= 10 ? true : undefined));
       runtime.release("old", "build");
       const done = await waiting;
       assert.equal(done.status, "DEPLOYED");
@@ -168,8 +170,7 @@ forEachDatabase("SDK: waiting for a revision on the event stream", (suite) => {
         statuses,
         done.status_history.map((h) => h.status),
       );
-      const reads = calls.filter((c) => c.url.includes(`/revisions/${rev}`)).length;
-      assert.ok(reads > statuses.length + 1, `polling read ${reads} times`);
+      assert.ok(reads() > statuses.length + 1, `polling read ${reads()} times`);
     });
   });
 
