@@ -165,7 +165,16 @@ describe("local runtime: containers", () => {
     assert.equal(activation.imageVersion, "2.0.0");
     assert.match(deploy.text("deploy"), /container limits: --memory 64m --cpus 0\.5/);
 
-    const names = await images.containers(rt.containers.owner, first.deploymentId);
+    // The replaced revision drains after the switch (off the deploy's critical path): wait for it.
+    let names: string[] = [];
+    await waitFor(
+      "the old revision's containers to go",
+      async () => {
+        names = await images.containers(rt.containers.owner, first.deploymentId);
+        return names.length === 2;
+      },
+      30_000,
+    );
     assert.equal(names.length, 2, "min_scale containers, the old revision's gone");
     for (const name of names) {
       assert.ok(name.includes(second.revisionId.slice(0, 8)));
