@@ -7,6 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { createTestDatabase, DB_KINDS } from "../helpers/databases.ts";
+import { eventually } from "../helpers/eventually.ts";
 import { findResource } from "../helpers/k8s-standin/resources.ts";
 import { type StandIn, startK8sStandIn } from "../helpers/k8s-standin/server.ts";
 import { runSlipway, type SlipwayProcess } from "../helpers/process.ts";
@@ -15,26 +16,6 @@ const KEY = "e2e-bootstrap-key-0123456789";
 const NS = "apps";
 type Obj = Record<string, unknown>;
 type Labelled = Obj & { metadata: { name: string; generation?: number; labels?: Record<string, string> } };
-
-async function eventually<T>(
-  what: string,
-  probe: () => Promise<T | undefined> | T | undefined,
-  timeoutMs = 180_000,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const v = await probe();
-      if (v !== undefined && v !== false) return v;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() > deadline)
-      throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ""}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
 
 for (const kind of DB_KINDS) {
   describe(`Kubernetes through a listener, end to end [${kind}]`, () => {

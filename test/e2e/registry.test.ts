@@ -10,6 +10,7 @@ import { after, before, describe, it } from "node:test";
 import { execEngine } from "../../src/runtimes/local/containers/engine.ts";
 import { TestImages, testEngine } from "../helpers/container-images.ts";
 import { createTestDatabase, DB_KINDS } from "../helpers/databases.ts";
+import { eventually as within } from "../helpers/eventually.ts";
 import { findResource } from "../helpers/k8s-standin/resources.ts";
 import { type StandIn, startK8sStandIn } from "../helpers/k8s-standin/server.ts";
 import { runSlipway, type SlipwayProcess } from "../helpers/process.ts";
@@ -17,29 +18,12 @@ import { startRegistry, type TestRegistry } from "../helpers/registry.ts";
 import { makeTarball } from "../helpers/tarballs.ts";
 
 const KEY = "e2e-bootstrap-key-0123456789";
+/** Image builds and pushes take longer than the other waits. */
+const eventually = <T>(what: string, probe: () => Promise<T | undefined> | T | undefined, ms = 300_000) =>
+  within(what, probe, ms);
 const NS = "apps";
 type Obj = Record<string, unknown>;
 type Labelled = Obj & { metadata: { name: string; generation?: number; labels?: Record<string, string> } };
-
-async function eventually<T>(
-  what: string,
-  probe: () => Promise<T | undefined> | T | undefined,
-  timeoutMs = 300_000,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const v = await probe();
-      if (v !== undefined && v !== false) return v;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() > deadline)
-      throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ""}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
 
 const engine = await testEngine();
 
