@@ -1,6 +1,8 @@
 // Why over 300 lines: every setting is parsed and validated here, once (README "Configuration" lists them).
+import { readFileSync } from "node:fs";
 import { isIP } from "node:net";
 import { resolve } from "node:path";
+import { RegistryTokenError, RegistryTokenSigner } from "./crypto/registry-token.ts";
 
 /** Where the data lives: an embedded PGlite directory, in-memory PGlite, or a PostgreSQL server. */
 export type DatabaseTarget =
@@ -91,9 +93,19 @@ export interface Config {
     registryPassword: string | undefined;
     /** Plain http or an unverified certificate (a loopback registry): `--tls-verify=false`. */
     registryInsecure: boolean;
+    /** Slipway as the registry's token server (README "Registry token auth"), when configured. */
+    registryToken: RegistryTokenConfig | undefined;
     /** What images built for listeners start FROM. */
     buildBaseImage: string;
   };
+}
+
+export interface RegistryTokenConfig {
+  signer: RegistryTokenSigner;
+  /** Lifetime of a push token (POST /v2/deployments/{id}/push-token) and of Slipway's own build logins. */
+  pushTtlS: number;
+  /** Lifetime of the pull credentials a listener's cluster is given (re-issued at half of it). */
+  pullTtlS: number;
 }
 
 export type SandboxMode = "auto" | "bwrap" | "none";
@@ -270,6 +282,57 @@ function registryCredentials(env: Env): { registryUsername?: string; registryPas
   return { registryUsername: username, registryPassword: password };
 }
 
+/**
+ * SLIPWAY_REGISTRY_TOKEN_KEY_FILE and _CERT_FILE make Slipway the registry's token server: push
+ * tokens become scoped to one repository and expire. The files are read and checked here, once.
+ */
+function registryToken(env: Env, registryUrl: string | undefined): RegistryTokenConfig | undefined {
+  const keyFile = env.SLIPWAY_REGISTRY_TOKEN_KEY_FILE || undefined;
+  const certFile = env.SLIPWAY_REGISTRY_TOKEN_CERT_FILE || undefined;
+  if (keyFile === undefined && certFile === undefined) return undefined;
+  if (keyFile === undefined || certFile === undefined) {
+    throw new ConfigError(
+      "SLIPWAY_REGISTRY_TOKEN_KEY_FILE and SLIPWAY_REGISTRY_TOKEN_CERT_FILE must be set together.",
+    );
+  }
+  if (registryUrl === undefined) {
+    throw new ConfigError(
+      "SLIPWAY_REGISTRY_TOKEN_KEY_FILE needs SLIPWAY_REGISTRY_URL: tokens are for that registry.",
+    );
+  }
+  if (env.SLIPWAY_REGISTRY_USERNAME || env.SLIPWAY_REGISTRY_PASSWORD) {
+    throw new ConfigError(
+      "SLIPWAY_REGISTRY_USERNAME/PASSWORD and SLIPWAY_REGISTRY_TOKEN_KEY_FILE exclude each other: a registry with token auth takes only Slipway's tokens.",
+    );
+  }
+  const read = (name: string, file: string) => {
+    try {
+      return readFileSync(file, "utf8");
+    } catch (err) {
+      throw new ConfigError(
+        `${name} cannot be read (${(err as NodeJS.ErrnoException).code ?? "error"}): ${file}`,
+      );
+    }
+  };
+  const service = (env.SLIPWAY_REGISTRY_TOKEN_SERVICE ?? "").trim() || "slipway-registry";
+  let signer: RegistryTokenSigner;
+  try {
+    signer = new RegistryTokenSigner(
+      read("SLIPWAY_REGISTRY_TOKEN_KEY_FILE", keyFile),
+      read("SLIPWAY_REGISTRY_TOKEN_CERT_FILE", certFile),
+      service,
+    );
+  } catch (err) {
+    if (err instanceof RegistryTokenError) throw new ConfigError(`SLIPWAY_REGISTRY_TOKEN_*: ${err.message}.`);
+    throw err;
+  }
+  return {
+    signer,
+    pushTtlS: intVar(env, "SLIPWAY_REGISTRY_PUSH_TOKEN_TTL_S", 900, 60, 86_400),
+    pullTtlS: intVar(env, "SLIPWAY_REGISTRY_PULL_TOKEN_TTL_S", 86_400, 600, 2_592_000),
+  };
+}
+
 /** Parses the whole configuration once; any bad variable stops start-up with a sentence naming it. */
 export function loadConfig(env: Env = process.env): Config {
   const dataDir = resolve(env.SLIPWAY_DATA_DIR || "./.slipway");
@@ -384,6 +447,7 @@ export function loadConfig(env: Env = process.env): Config {
       registryPassword: undefined,
       ...registryCredentials(env),
       registryInsecure: boolVar(env, "SLIPWAY_REGISTRY_INSECURE", false),
+      registryToken: registryToken(env, registryVar(env.SLIPWAY_REGISTRY_URL)),
       buildBaseImage: imageVar(env, "SLIPWAY_BUILD_BASE_IMAGE", "docker.io/library/node:22-bookworm-slim"),
     },
   };

@@ -1,6 +1,8 @@
 import assert from "node:assert/strict";
+import { rmSync } from "node:fs";
 import { describe, it } from "node:test";
 import { ConfigError, loadConfig } from "../src/config.ts";
+import { makeTokenKeys, tokenEnv } from "./helpers/registry-token-keys.ts";
 
 describe("config", () => {
   it("has the documented defaults", () => {
@@ -185,6 +187,43 @@ describe("config", () => {
       /must not contain spaces or colons/,
     );
     assert.throws(() => loadConfig({ SLIPWAY_REGISTRY_INSECURE: "maybe" }), /SLIPWAY_REGISTRY_INSECURE/);
+    assert.equal(d.listeners.registryToken, undefined);
+    // Registry token auth: both files, a registry, no static credential, a key that fits its cert.
+    const keys = makeTokenKeys();
+    const other = makeTokenKeys();
+    try {
+      const t = loadConfig({ ...tokenEnv(keys, "127.0.0.1:5000"), SLIPWAY_REGISTRY_PUSH_TOKEN_TTL_S: "120" });
+      assert.equal(t.listeners.registryToken?.signer.service, "slipway-registry");
+      assert.equal(t.listeners.registryToken?.pushTtlS, 120);
+      assert.equal(t.listeners.registryToken?.pullTtlS, 86_400);
+      const named = loadConfig({ ...tokenEnv(keys, "127.0.0.1:5000"), SLIPWAY_REGISTRY_TOKEN_SERVICE: "r1" });
+      assert.equal(named.listeners.registryToken?.signer.service, "r1");
+      const env = tokenEnv(keys, "127.0.0.1:5000");
+      assert.throws(
+        () => loadConfig({ SLIPWAY_REGISTRY_TOKEN_KEY_FILE: keys.keyFile }),
+        /SLIPWAY_REGISTRY_TOKEN_KEY_FILE and SLIPWAY_REGISTRY_TOKEN_CERT_FILE must be set together/,
+      );
+      assert.throws(() => loadConfig({ ...env, SLIPWAY_REGISTRY_URL: "" }), /needs SLIPWAY_REGISTRY_URL/);
+      assert.throws(
+        () => loadConfig({ ...env, SLIPWAY_REGISTRY_USERNAME: "u", SLIPWAY_REGISTRY_PASSWORD: "p" }),
+        /exclude each other/,
+      );
+      assert.throws(
+        () => loadConfig({ ...env, SLIPWAY_REGISTRY_TOKEN_CERT_FILE: `${keys.dir}/missing.crt` }),
+        /SLIPWAY_REGISTRY_TOKEN_CERT_FILE cannot be read \(ENOENT\)/,
+      );
+      assert.throws(
+        () => loadConfig({ ...env, SLIPWAY_REGISTRY_TOKEN_CERT_FILE: other.certFile }),
+        /not the certificate of its key/,
+      );
+      assert.throws(
+        () => loadConfig({ ...env, SLIPWAY_REGISTRY_PUSH_TOKEN_TTL_S: "5" }),
+        /SLIPWAY_REGISTRY_PUSH_TOKEN_TTL_S/,
+      );
+    } finally {
+      rmSync(keys.dir, { recursive: true, force: true });
+      rmSync(other.dir, { recursive: true, force: true });
+    }
     for (const bad of ["node 22", "FROM x\nRUN y", "a//b", "-x"]) {
       assert.throws(
         () => loadConfig({ SLIPWAY_BUILD_BASE_IMAGE: bad }),

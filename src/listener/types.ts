@@ -22,6 +22,15 @@ export interface DesiredDeployment {
   port: number;
   host: string | null;
   deployment_type: string;
+  /** How the cluster pulls `image` from Slipway's registry (an imagePullSecret); absent or null: no login. */
+  registry_credentials?: RegistryCredentials | null;
+}
+
+export interface RegistryCredentials {
+  registry: string;
+  username: string;
+  password: string;
+  expires_at: string | null;
 }
 
 export interface DesiredState {

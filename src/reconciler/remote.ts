@@ -26,7 +26,7 @@ export function remoteBridge(db: Database, appsDomain: string): RemoteBridge & {
     },
     nextReport: (revisionId, ms, signal) => reports.sleep(revisionId, ms, signal),
     url: (name) => `http://${hostOf({ appsDomain }, name)}`,
-    recordImage: (revisionId, imageRef) => recordImageRef(db.orm, revisionId, imageRef),
+    recordImage: (revisionId, image) => recordImageRef(db.orm, revisionId, image.ref, image.healthPath),
     imageOf: async (revisionId) => (await remoteState(db.orm, revisionId))?.image_ref ?? undefined,
     close: () => reports.close(),
   };

@@ -1,5 +1,6 @@
 import type { AppDeps } from "../deps.ts";
 import { APP_PORT } from "../resources/listeners/desired.ts";
+import { registryLogin } from "../resources/push-tokens/login.ts";
 import { LocalRuntime } from "../runtimes/local/runtime.ts";
 import { PodmanImageBuilder } from "../runtimes/remote/builder.ts";
 import type { ReconcilerLogger } from "./context.ts";
@@ -52,8 +53,7 @@ export async function startReconciler(deps: AppDeps, logger: ReconcilerLogger): 
           dataDir: config.dataDir,
           registry: {
             url: registry,
-            username: config.listeners.registryUsername,
-            password: config.listeners.registryPassword,
+            login: registryLogin(config.listeners),
             insecure: config.listeners.registryInsecure,
           },
           baseImage: config.listeners.buildBaseImage,

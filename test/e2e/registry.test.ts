@@ -1,7 +1,9 @@
 // The registry path end to end: a real `slipway serve` with SLIPWAY_REGISTRY_URL pointing at Debian's
-// docker-registry on loopback, a real `slipway listener`, and the stand-in Kubernetes API. An
-// uploaded source (no image) on a listener is built with podman on a busybox base, pushed, and named
-// in the listener's desired state; the test plays the kubelet.
+// docker-registry on loopback, a real `slipway listener`, and the stand-in Kubernetes API. The
+// registry takes only tokens from Slipway (`auth: token`, realm /v2/registry/token). An uploaded
+// source (no image) on a listener is built with podman on a busybox base, pushed with a token for its
+// own repository, and named in the listener's desired state with pull credentials; the test plays
+// the kubelet. A client's push token pushes its own repository and no other.
 import assert from "node:assert/strict";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -15,7 +17,9 @@ import { findResource } from "../helpers/k8s-standin/resources.ts";
 import { type StandIn, startK8sStandIn } from "../helpers/k8s-standin/server.ts";
 import { runSlipway, type SlipwayProcess } from "../helpers/process.ts";
 import { startRegistry, type TestRegistry } from "../helpers/registry.ts";
+import { makeTokenKeys, type TokenKeys, tokenEnv } from "../helpers/registry-token-keys.ts";
 import { makeTarball } from "../helpers/tarballs.ts";
+import { freePort } from "./stack.ts";
 
 const KEY = "e2e-bootstrap-key-0123456789";
 /** Image builds and pushes take longer than the other waits. */
@@ -35,6 +39,7 @@ for (const kind of DB_KINDS) {
     let registry: TestRegistry;
     let images: TestImages;
     let dir: string;
+    let keys: TokenKeys;
     let server: SlipwayProcess;
     let listener: SlipwayProcess | undefined;
     let url: string;
@@ -59,18 +64,30 @@ for (const kind of DB_KINDS) {
       assert.ok(engine);
       images = new TestImages(engine);
       const base = await images.baseImage();
-      registry = await startRegistry();
+      keys = makeTokenKeys();
+      // The registry's realm names Slipway's port, so Slipway's port is chosen first.
+      const port = await freePort();
+      registry = await startRegistry({
+        authYaml: [
+          "auth:",
+          "  token:",
+          `    realm: http://127.0.0.1:${port}/v2/registry/token`,
+          "    service: slipway-registry",
+          "    issuer: slipway",
+          `    rootcertbundle: ${keys.certFile}`,
+        ].join("\n"),
+      });
       k8s = await startK8sStandIn();
       dir = mkdtempSync(join(tmpdir(), "slipway-e2e-registry-"));
       const env: Record<string, string> = {
-        PORT: "0",
+        PORT: String(port),
         HOST: "127.0.0.1",
         SLIPWAY_DATA_DIR: join(dir, "data"),
         SLIPWAY_BOOTSTRAP_API_KEY: KEY,
         SLIPWAY_APPS_PORT: "0",
         SLIPWAY_APPS_DOMAIN: "apps.example.test",
         SLIPWAY_RATE_LIMIT_PER_MINUTE: "0",
-        SLIPWAY_REGISTRY_URL: `http://${registry.address}`,
+        ...tokenEnv(keys, `http://${registry.address}`),
         SLIPWAY_REGISTRY_INSECURE: "true",
         SLIPWAY_BUILD_BASE_IMAGE: base,
         LOG_LEVEL: "warn",
@@ -113,6 +130,60 @@ for (const kind of DB_KINDS) {
       await images?.cleanup();
       await drop();
       if (dir) rmSync(dir, { recursive: true, force: true });
+      if (keys) rmSync(keys.dir, { recursive: true, force: true });
+    });
+
+    /** A registry bearer from Slipway's token endpoint, as a registry client gets one. */
+    const bearer = async (password: string, repository: string, actions: string) => {
+      const res = await fetch(
+        `${url}/v2/registry/token?service=slipway-registry&scope=${encodeURIComponent(`repository:${repository}:${actions}`)}`,
+        { headers: { authorization: `Basic ${Buffer.from(`slipway:${password}`).toString("base64")}` } },
+      );
+      assert.equal(res.status, 200, await res.clone().text());
+      return `Bearer ${((await res.json()) as { token: string }).token}`;
+    };
+
+    it("a client's push token pushes its deployment's repository, no other, and not once the deployment is gone", async () => {
+      assert.ok(engine);
+      const base = await images.baseImage();
+      const make = async (name: string) => {
+        const created = await api<{ id: string }>("POST", "/v2/deployments", {
+          name,
+          source: "internal_docker",
+          source_revision_config: { image_uri: base },
+        });
+        assert.equal(created.status, 201, JSON.stringify(created.body));
+        const token = await api<{ token: string; username: string; repository: string; expires_at: string }>(
+          "POST",
+          `/v2/deployments/${created.body.id}/push-token`,
+        );
+        assert.equal(token.status, 201, JSON.stringify(token.body));
+        assert.ok(Date.parse(token.body.expires_at) > Date.now());
+        return { id: created.body.id, ...token.body };
+      };
+      const mine = await make(`pushed-${kind}`);
+      const theirs = await make(`theirs-${kind}`);
+      const push = async (target: string, creds: string) => {
+        const tagged = await execEngine(engine, ["tag", base, target]);
+        assert.ok(tagged.ok, tagged.stderr);
+        const pushed = await execEngine(engine, ["push", "--tls-verify=false", "--creds", creds, target]);
+        await execEngine(engine, ["rmi", target]);
+        return pushed;
+      };
+      const creds = `${mine.username}:${mine.token}`;
+      const ok = await push(`${mine.repository}:v1`, creds);
+      assert.ok(ok.ok, ok.stderr);
+      const path = mine.repository.slice(registry.address.length + 1);
+      assert.deepEqual(await registry.tags(path, await bearer(mine.token, path, "pull")), ["v1"]);
+      const denied = await push(`${theirs.repository}:v1`, creds);
+      assert.equal(denied.ok, false, "a push to another deployment's repository must be refused");
+      assert.match(denied.stderr, /denied|unauthorized|authentication required/i);
+      assert.equal((await api("DELETE", `/v2/deployments/${mine.id}`)).status, 204);
+      await eventually("the deployment is gone", async () =>
+        (await api("GET", `/v2/deployments/${mine.id}`)).status === 404 ? true : undefined,
+      );
+      const afterDelete = await push(`${mine.repository}:v2`, creds);
+      assert.equal(afterDelete.ok, false, "a deleted deployment's token must push nothing");
     });
 
     it("an uploaded source on a listener: built on the base image, pushed, run by the listener → DEPLOYED", async () => {
@@ -134,6 +205,7 @@ for (const kind of DB_KINDS) {
       const archive = await makeTarball({
         "slipway.json": JSON.stringify({
           start: 'exec httpd -f -p "$PORT" -h /app/www',
+          healthcheck: "/index.html",
           env: { MODE: 'say "hi" $HOME' },
         }),
         "www/index.html": '{"version":"built"}',
@@ -174,22 +246,57 @@ for (const kind of DB_KINDS) {
       });
       assert.equal(failed, undefined);
       const d = found as Labelled;
-      const container = (d.spec as { template: { spec: { containers: { image: string }[] } } }).template.spec
-        .containers[0];
+      const pod = (
+        d.spec as {
+          template: {
+            spec: {
+              containers: { image: string; readinessProbe?: { httpGet?: { path?: string } } }[];
+              imagePullSecrets?: { name: string }[];
+            };
+          };
+        }
+      ).template.spec;
+      const container = pod.containers[0];
+      // The probes ask the app config's healthcheck, read when the image was built.
+      assert.equal(container?.readinessProbe?.httpGet?.path, "/index.html");
+      // The cluster pulls with the desired state's credentials, kept in a dockerconfigjson Secret.
+      assert.deepEqual(pod.imagePullSecrets, [{ name: `${d.metadata.name}-registry` }]);
+      const pullSecret = k8s.store.get(resource("", "v1", "secrets"), NS, `${d.metadata.name}-registry`) as
+        | (Obj & { type: string; data: Record<string, string> })
+        | undefined;
+      assert.equal(pullSecret?.type, "kubernetes.io/dockerconfigjson");
+      const auths = (
+        JSON.parse(Buffer.from(pullSecret?.data[".dockerconfigjson"] ?? "", "base64").toString()) as {
+          auths: Record<string, { username: string; password: string }>;
+        }
+      ).auths;
+      const pull = auths[registry.address];
+      assert.ok(pull, JSON.stringify(Object.keys(auths)));
       const image = container?.image ?? "";
       const m = new RegExp(`^${registry.address.replace(/\./g, "\\.")}/([0-9a-f-]{36})/${name}:${rev}$`).exec(
         image,
       );
       assert.ok(m, `image ${image}`);
       const repository = `${m[1]}/${name}`;
-      assert.deepEqual(await registry.tags(repository), [rev]);
+      // The registry answers no one without a token; the cluster's credentials read this repository.
+      await assert.rejects(registry.tags(repository), /401/);
+      assert.deepEqual(await registry.tags(repository, await bearer(pull.password, repository, "pull")), [
+        rev,
+      ]);
 
       // What was pushed is the app: pulled back and run, it holds the uploaded files and the config's env.
       assert.ok(engine);
+      const pulled = await execEngine(engine, [
+        "pull",
+        "--tls-verify=false",
+        "--creds",
+        `${pull.username}:${pull.password}`,
+        image,
+      ]);
+      assert.ok(pulled.ok, pulled.stderr);
       const run = await execEngine(engine, [
         "run",
         "--rm",
-        "--tls-verify=false",
         image,
         "sh",
         "-c",
@@ -209,6 +316,12 @@ for (const kind of DB_KINDS) {
         logs.some((l) => l.startsWith("$ podman build")),
         logs.join("\n"),
       );
+      // The build logged in with a token of its own repository, through stdin: no token in the log.
+      assert.ok(
+        logs.some((l) => l.startsWith("$ podman login") && l.includes("--password-stdin")),
+        logs.join("\n"),
+      );
+      assert.ok(!logs.some((l) => /eyJ[A-Za-z0-9_-]{20,}/.test(l)), "a token in the build log");
       assert.ok(
         logs.some((l) => l === `Slipway: pushed ${image}.`),
         logs.join("\n"),

@@ -170,6 +170,56 @@ describe("manifests of a deployment", () => {
     });
   });
 
+  it("registry credentials: a dockerconfigjson Secret, first among the pods' imagePullSecrets, for queue workers too", () => {
+    const creds = { registry: "reg.example:5000", username: "slipway", password: "p.w:d", expires_at: null };
+    const objects = manifestsFor(
+      desired({
+        registry_credentials: creds,
+        resource_spec: { image_pull_secrets: [{ name: "regcred" }], queue_min_scale: 1 },
+      }),
+      manifestOptions(),
+    );
+    validateAll(objects);
+    const pull = find(objects, "Secret", "shop-5f1e2d3c-registry");
+    assert.equal(pull.type, "kubernetes.io/dockerconfigjson");
+    const config = JSON.parse(
+      Buffer.from(String((pull.data as Obj)[".dockerconfigjson"]), "base64").toString(),
+    );
+    assert.deepEqual(config, {
+      auths: {
+        "reg.example:5000": {
+          username: "slipway",
+          password: "p.w:d",
+          auth: Buffer.from("slipway:p.w:d").toString("base64"),
+        },
+      },
+    });
+    for (const name of ["shop-5f1e2d3c", "shop-5f1e2d3c-queue"]) {
+      assert.deepEqual(at(find(objects, "Deployment", name), "spec.template.spec.imagePullSecrets"), [
+        { name: "shop-5f1e2d3c-registry" },
+        { name: "regcred" },
+      ]);
+    }
+    // Without credentials: no such Secret and only the spec's own pull secrets.
+    const plain = manifestsFor(desired({ registry_credentials: null }), manifestOptions());
+    assert.ok(!kinds(plain).includes("Secret/shop-5f1e2d3c-registry"));
+    assert.equal(
+      at(find(plain, "Deployment", "shop-5f1e2d3c"), "spec.template.spec.imagePullSecrets"),
+      undefined,
+    );
+  });
+
+  it("probes ask the desired health path on the named port", () => {
+    const dep = find(
+      manifestsFor(desired({ health_path: "/healthz" }), manifestOptions()),
+      "Deployment",
+      "shop-5f1e2d3c",
+    );
+    const app = (at(dep, "spec.template.spec.containers") as Obj[])[0];
+    assert.deepEqual(at(app, "readinessProbe.httpGet"), { path: "/healthz", port: "http" });
+    assert.deepEqual(at(app, "livenessProbe.httpGet"), { path: "/healthz", port: "http" });
+  });
+
   it("secret_references become secretKeyRef entries", () => {
     const objects = manifestsFor(
       desired({ secret_references: [{ name: "STRIPE_KEY", secret_name: "payments", key: "stripe" }] }),

@@ -75,6 +75,8 @@ export const revisions = pgTable("revisions", {
   /** The listener that serves the revision, the image built for it, its last report (migration 0011). */
   listenerId: uuid("listener_id"),
   imageRef: text("image_ref"),
+  /** The built image's health path, from its app config (migration 0017). */
+  healthPath: text("health_path"),
   remoteState: text("remote_state"),
   remoteReason: text("remote_reason"),
   createdAt: ts("created_at").notNull().defaultNow(),

@@ -18,6 +18,9 @@ export function baseName(d: DesiredDeployment): string {
   return `${name}-${d.deployment_id.slice(0, 8)}`;
 }
 
+/** The imagePullSecret made from the desired state's registry credentials. */
+export const registrySecretName = (d: DesiredDeployment) => `${baseName(d)}-registry`;
+
 /** The labels every object of a deployment carries; `component` marks which part it belongs to. */
 export function labelsFor(
   d: DesiredDeployment,

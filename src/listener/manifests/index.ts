@@ -1,9 +1,9 @@
 import type { DesiredDeployment, K8sObject, ManifestOptions } from "../types.ts";
 import { redis } from "./cache.ts";
-import { asksFor, baseName } from "./common.ts";
+import { asksFor, baseName, registrySecretName } from "./common.ts";
 import { postgres, URI_KEY } from "./database.ts";
 import { route, service } from "./network.ts";
-import { secret } from "./secret.ts";
+import { pullSecret, secret } from "./secret.ts";
 import { appDeployment, autoscaler, disruptionBudget, type WorkloadInput } from "./workloads.ts";
 
 /** Generated passwords of the parts that have one; the listener keeps them in their Secrets. */
@@ -35,6 +35,9 @@ export function manifestsFor(
   const n = names(d);
   const parts = partsOf(d);
   const objects: K8sObject[] = [secret(d, o.listenerId, n.env, d.env, "api")];
+  if (d.registry_credentials) {
+    objects.push(pullSecret(d, o.listenerId, registrySecretName(d), d.registry_credentials));
+  }
   const extraEnv: Record<string, unknown>[] = [];
   if (parts.database) {
     if (!passwords.database) throw new Error(`${n.database}: a database password is needed`);

@@ -1,5 +1,5 @@
 import type { DesiredDeployment } from "../types.ts";
-import { resourcesFor } from "./common.ts";
+import { registrySecretName, resourcesFor } from "./common.ts";
 
 type Obj = Record<string, unknown>;
 
@@ -125,6 +125,11 @@ export function podSpec(d: DesiredDeployment, app: Obj): Obj {
   if (init.length) spec.initContainers = init;
   if (f.volumes.length) spec.volumes = f.volumes;
   if (f.serviceAccountName) spec.serviceAccountName = f.serviceAccountName;
-  if (f.imagePullSecrets.length) spec.imagePullSecrets = f.imagePullSecrets;
+  // Slipway's registry first, then the ones the ResourceSpec names.
+  const pullSecrets = [
+    ...(d.registry_credentials ? [{ name: registrySecretName(d) }] : []),
+    ...f.imagePullSecrets,
+  ];
+  if (pullSecrets.length) spec.imagePullSecrets = pullSecrets;
   return spec;
 }

@@ -1,4 +1,4 @@
-import type { DesiredDeployment, K8sObject } from "../types.ts";
+import type { DesiredDeployment, K8sObject, RegistryCredentials } from "../types.ts";
 import { base64, type Component, metadata } from "./common.ts";
 
 /** An Opaque Secret holding `values` (base64 in `data`, so what is applied is what is stored). */
@@ -17,5 +17,23 @@ export function secret(
     metadata: metadata(d, listenerId, name, component),
     type: "Opaque",
     data,
+  };
+}
+
+/** A dockerconfigjson Secret the pods pull their image with (kubelet reads `auths.<registry>`). */
+export function pullSecret(
+  d: DesiredDeployment,
+  listenerId: string,
+  name: string,
+  c: RegistryCredentials,
+): K8sObject {
+  const auth = base64(`${c.username}:${c.password}`);
+  const config = { auths: { [c.registry]: { username: c.username, password: c.password, auth } } };
+  return {
+    apiVersion: "v1",
+    kind: "Secret",
+    metadata: metadata(d, listenerId, name),
+    type: "kubernetes.io/dockerconfigjson",
+    data: { ".dockerconfigjson": base64(JSON.stringify(config)) },
   };
 }

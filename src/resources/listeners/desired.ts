@@ -3,6 +3,7 @@ import type { Keyring } from "../../crypto/envelope.ts";
 import type { Database } from "../../db/client.ts";
 import type { ChannelWaiters } from "../../db/waiters.ts";
 import { readRevisionSecrets } from "../deployments/secrets.ts";
+import { credentialEpoch, pullCredentials } from "../push-tokens/login.ts";
 import { desiredPairs, type RemoteRevisionRow, remoteRevisionRows } from "../revisions/store.ts";
 import type { DesiredDeployment, DesiredState } from "./schema.ts";
 import { desiredVersion, listenerNamespaces, touchListener } from "./store.ts";
@@ -14,9 +15,10 @@ export const HEALTH_PATH = "/";
 /** Re-check at least this often while waiting, in case a notification was missed. */
 const RECHECK_MS = 2000;
 
-/** What desired states are made of beyond the database: where apps are served. */
+/** What desired states are made of beyond the database: where apps are served, the image registry. */
 export interface DesiredSettings {
   appsDomain: string;
+  registry: Parameters<typeof pullCredentials>[0];
 }
 
 /** The image a revision runs: the one it names, or the one built and pushed for it. */
@@ -25,14 +27,17 @@ export function imageOf(row: Pick<RemoteRevisionRow, "source_revision_config" | 
   return row.image_ref ?? (typeof uri === "string" ? uri : "");
 }
 
-export const hostOf = (settings: DesiredSettings, name: string) => `${name}.${settings.appsDomain}`;
+export const hostOf = (settings: Pick<DesiredSettings, "appsDomain">, name: string) =>
+  `${name}.${settings.appsDomain}`;
 
 async function describe(
   db: Database,
   keyring: Keyring,
   settings: DesiredSettings,
+  listenerId: string,
   row: RemoteRevisionRow,
 ): Promise<DesiredDeployment> {
+  const image = imageOf(row);
   const env: Record<string, string> = {};
   for (const s of await readRevisionSecrets(db.orm, keyring, row.revision_id)) env[s.name] = s.value;
   env.PORT = String(APP_PORT);
@@ -41,7 +46,7 @@ async function describe(
     name: row.name,
     namespace: row.namespace ?? "default",
     revision_id: row.revision_id,
-    image: imageOf(row),
+    image,
     env,
     secret_references: (row.secret_references ?? []).map((r) => ({
       name: r.name,
@@ -49,20 +54,26 @@ async function describe(
       key: r.secret_key,
     })),
     resource_spec: row.resource_spec ?? {},
-    health_path: HEALTH_PATH,
+    health_path: row.health_path ?? HEALTH_PATH,
     port: APP_PORT,
     host: hostOf(settings, row.name),
     deployment_type: row.deployment_type,
+    registry_credentials: pullCredentials(
+      settings.registry,
+      { listenerId, workspaceId: row.workspace_id, deploymentId: row.deployment_id },
+      image,
+    ),
   };
 }
 
 /** The current desired state's version and what it is made of, bumping the version on a change. */
-async function current(db: Database, listenerId: string) {
+async function current(db: Database, settings: DesiredSettings, listenerId: string) {
   const pairs = await desiredPairs(db.orm, listenerId);
-  const fingerprint = pairs
+  // Re-issued pull credentials are a change too: the listener re-applies and its Secrets get them.
+  const fingerprint = `${pairs
     .map((p) => `${p.deployment_id}:${p.revision_id}`)
     .sort()
-    .join(",");
+    .join(",")};${credentialEpoch(settings.registry)}`;
   const hash = createHash("sha256").update(fingerprint).digest("hex");
   const version = await desiredVersion(db.orm, listenerId, hash);
   return { version, revisionIds: pairs.map((p) => p.revision_id) };
@@ -84,17 +95,17 @@ export async function pollDesired(
 ): Promise<DesiredState> {
   await touchListener(db.orm, listenerId);
   const deadline = Date.now() + waitS * 1000;
-  let state = await current(db, listenerId);
+  let state = await current(db, settings, listenerId);
   for (;;) {
     const left = deadline - Date.now();
     if (state.version !== after || left <= 0 || waiters.isClosed) break;
     await waiters.sleep(listenerId, Math.min(left, RECHECK_MS));
-    state = await current(db, listenerId);
+    state = await current(db, settings, listenerId);
   }
   await touchListener(db.orm, listenerId);
   const rows = await remoteRevisionRows(db.orm, state.revisionIds);
   const deployments = [];
-  for (const row of rows) deployments.push(await describe(db, keyring, settings, row));
+  for (const row of rows) deployments.push(await describe(db, keyring, settings, listenerId, row));
   const namespaces = await listenerNamespaces(db.orm, listenerId);
   return { version: state.version, listener_id: listenerId, deployments, namespaces };
 }

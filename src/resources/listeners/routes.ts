@@ -122,7 +122,7 @@ export async function listenerRoutes(app: App): Promise<void> {
       return pollDesired(
         db,
         keyring,
-        { appsDomain: config.apps.domain },
+        { appsDomain: config.apps.domain, registry: config.listeners },
         waiters,
         listenerId,
         request.query.after,

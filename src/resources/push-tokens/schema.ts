@@ -7,7 +7,8 @@ export const PushToken = Type.Object({
   token: Type.Union([Type.String(), Type.Null()], {
     description:
       "The password to log in with (`podman login --password-stdin`), or null when the registry takes pushes without credentials. " +
-      "It is the registry credential this server was configured with (SLIPWAY_REGISTRY_PASSWORD): Slipway cannot scope it to the repository or make it expire, because the registry checks it itself.",
+      "With registry token auth (SLIPWAY_REGISTRY_TOKEN_*) it is good for this deployment's repository alone, pull and push, until `expires_at`; " +
+      "without it, it is the registry credential this server was configured with (SLIPWAY_REGISTRY_PASSWORD), which the registry checks itself.",
   }),
   username: Type.Union([Type.String(), Type.Null()], {
     description: "The user name to log in with, or null when no login is needed.",
@@ -24,3 +25,30 @@ export const PushToken = Type.Object({
   }),
 });
 export type PushToken = Static<typeof PushToken>;
+
+export const RegistryTokenQuery = Type.Object({
+  service: Type.Optional(
+    Type.String({ maxLength: 256, description: "The registry's service name (its `auth.token.service`)." }),
+  ),
+  scope: Type.Optional(
+    Type.Union(
+      [Type.String({ maxLength: 1024 }), Type.Array(Type.String({ maxLength: 1024 }), { maxItems: 16 })],
+      {
+        description: "What is asked, `repository:<name>:pull,push`; may be repeated.",
+      },
+    ),
+  ),
+  account: Type.Optional(Type.String({ maxLength: 256 })),
+  client_id: Type.Optional(Type.String({ maxLength: 256 })),
+  offline_token: Type.Optional(Type.String({ maxLength: 16 })),
+});
+
+export const RegistryBearer = Type.Object({
+  token: Type.String({
+    description: "A bearer for the registry, granting what was asked of the push token's repository only.",
+  }),
+  access_token: Type.String({ description: "The same token (OAuth 2 name)." }),
+  expires_in: Type.Integer({ description: "Seconds until it expires." }),
+  issued_at: Type.String({ format: "date-time" }),
+});
+export type RegistryBearer = Static<typeof RegistryBearer>;

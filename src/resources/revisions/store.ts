@@ -406,6 +406,8 @@ export interface RemoteRevisionRow {
   source: Source;
   source_revision_config: Record<string, unknown>;
   image_ref: string | null;
+  health_path: string | null;
+  workspace_id: string;
   resource_spec: Record<string, unknown> | null;
   secret_references: SecretReference[] | null;
 }
@@ -420,7 +422,8 @@ export function remoteRevisionRows(
     exec,
     sql`SELECT r.id AS revision_id, r.deployment_id, d.name, d.deployment_type,
                d.source_config->'listener_config'->>'k8s_namespace' AS namespace, r.source,
-               r.source_revision_config, r.image_ref, r.resource_spec, r.secret_references
+               r.source_revision_config, r.image_ref, r.health_path, d.workspace_id, r.resource_spec,
+               r.secret_references
           FROM revisions r JOIN deployments d ON d.id = r.deployment_id
          WHERE r.id IN (${uuidList(revisionIds)})
          ORDER BY d.name, d.id`,
@@ -477,7 +480,17 @@ export async function remoteState(
   return row;
 }
 
-/** The image a revision was built into and pushed as (sources that are not images, run by a listener). */
-export async function recordImageRef(exec: Executor, revisionId: string, imageRef: string): Promise<void> {
-  await exec.execute(sql`UPDATE revisions SET image_ref = ${imageRef} WHERE id = ${revisionId}`);
+/**
+ * The image a revision was built into and pushed as (sources that are not images, run by a
+ * listener), and the health path its app config names.
+ */
+export async function recordImageRef(
+  exec: Executor,
+  revisionId: string,
+  imageRef: string,
+  healthPath: string | null,
+): Promise<void> {
+  await exec.execute(
+    sql`UPDATE revisions SET image_ref = ${imageRef}, health_path = ${healthPath} WHERE id = ${revisionId}`,
+  );
 }

@@ -10,13 +10,20 @@ import { Layout } from "../local/layout.ts";
 import type { LocalLimits } from "../local/limits.ts";
 import { fetchSource } from "../local/source.ts";
 import { containerfile } from "./containerfile.ts";
-import { imageRepository, registryHost } from "./image-ref.ts";
-import type { ImageBuilder } from "./runtime.ts";
+import { imageRepository, registryHost, repositoryPath } from "./image-ref.ts";
+import type { BuiltImage, ImageBuilder } from "./runtime.ts";
+
+/** How a build logs in to push one repository; undefined: the registry takes pushes without a login. */
+export type RegistryLogin = (repository: {
+  workspaceId: string;
+  deploymentId: string;
+  /** The repository path inside the registry (`[<path>/]<workspace id>/<deployment name>`). */
+  path: string;
+}) => { username: string; password: string } | undefined;
 
 export interface RegistryOptions {
   url: string;
-  username?: string;
-  password?: string;
+  login: RegistryLogin;
   /** Plain http or an unverified certificate: `--tls-verify=false` on every registry command. */
   insecure: boolean;
 }
@@ -48,11 +55,6 @@ export class PodmanImageBuilder implements ImageBuilder {
     this.engines = new EngineFinder(o.dataDir, "podman");
   }
 
-  /** Credentials Slipway's podman uses, in the data dir (never the user's ~/.config). */
-  get authFile(): string {
-    return join(this.o.dataDir, "runtime", "registry-auth.json");
-  }
-
   private dir(spec: Pick<RevisionSpec, "deploymentId" | "revisionId">): string {
     // The layout checks both ids are plain tokens before they become directory names.
     this.layout.revisionDir(spec.deploymentId, spec.revisionId);
@@ -68,7 +70,7 @@ export class PodmanImageBuilder implements ImageBuilder {
     return fetchSource(this.layout, spec, appDir, ctx.signal, (l) => ctx.log("build", l), this.o.limits);
   }
 
-  async build(spec: RevisionSpec, ctx: PhaseContext): Promise<string> {
+  async build(spec: RevisionSpec, ctx: PhaseContext): Promise<BuiltImage> {
     const log = (line: string) => ctx.log("build", line);
     if (!spec.workspaceId)
       throw new BuildError("the revision's workspace is not known; cannot name its image");
@@ -78,7 +80,16 @@ export class PodmanImageBuilder implements ImageBuilder {
     const appDir = join(dir, "app");
     // A restart between prepare and build leaves no source: fetch it again.
     if (!(await exists(appDir))) await this.prepare(spec, ctx);
-    const ref = `${imageRepository(this.o.registry.url, spec.workspaceId, spec.deploymentName)}:${spec.revisionId}`;
+    const repository = imageRepository(this.o.registry.url, spec.workspaceId, spec.deploymentName);
+    const ref = `${repository}:${spec.revisionId}`;
+    // Each build's own credentials (a token may be scoped to its repository), never the user's ~/.config.
+    const authFile = join(dir, "registry-auth.json");
+    const credentials = this.o.registry.login({
+      workspaceId: spec.workspaceId,
+      deploymentId: spec.deploymentId,
+      path: repositoryPath(this.o.registry.url, repository),
+    });
+    const auth = credentials ? ["--authfile", authFile] : [];
     try {
       const app = await resolveAppConfig(appDir, spec.frameworkConfigPath, log);
       const steps = await buildSteps(appDir, spec.installCommand, spec.buildCommand);
@@ -95,20 +106,20 @@ export class PodmanImageBuilder implements ImageBuilder {
         }),
       );
       log(`Slipway: building ${ref} from ${this.o.baseImage}.`);
-      await this.login(engine, ctx);
+      if (credentials) await this.login(engine, ctx, credentials, authFile);
       await this.podman(engine, ctx, "build", [
         "build",
         ...ULIMITS,
         ...this.tls(),
-        ...this.auth(),
+        ...auth,
         "--file",
         file,
         "--tag",
         ref,
         dir,
       ]);
-      await this.podman(engine, ctx, "push", ["push", ...this.tls(), ...this.auth(), ref]);
-      return ref;
+      await this.podman(engine, ctx, "push", ["push", ...this.tls(), ...auth, ref]);
+      return { ref, healthPath: app.healthcheck };
     } finally {
       // The registry holds the image now (or the build failed): nothing here is needed again.
       await run(engine.name, ["rmi", "--force", ref], {
@@ -125,27 +136,33 @@ export class PodmanImageBuilder implements ImageBuilder {
     await rm(this.dir({ deploymentId, revisionId }), { recursive: true, force: true });
   }
 
-  /** The auth file exists once logged in, i.e. only with credentials configured. */
-  private auth(): string[] {
-    return this.o.registry.username === undefined ? [] : ["--authfile", this.authFile];
-  }
-
   private tls(): string[] {
     return this.o.registry.insecure ? ["--tls-verify=false"] : [];
   }
 
-  /** Logs in with the configured credentials; the password goes through stdin, never argv. */
-  private async login(engine: Engine, ctx: PhaseContext): Promise<void> {
-    const { username, password } = this.o.registry;
-    if (username === undefined || password === undefined) return;
-    await mkdir(join(this.o.dataDir, "runtime"), { recursive: true });
+  /** Logs in for this build; the password goes through stdin, never argv. */
+  private async login(
+    engine: Engine,
+    ctx: PhaseContext,
+    credentials: { username: string; password: string },
+    authFile: string,
+  ): Promise<void> {
     const host = registryHost(this.o.registry.url);
     await this.podman(
       engine,
       ctx,
       "login",
-      ["login", ...this.tls(), "--authfile", this.authFile, "--username", username, "--password-stdin", host],
-      password,
+      [
+        "login",
+        ...this.tls(),
+        "--authfile",
+        authFile,
+        "--username",
+        credentials.username,
+        "--password-stdin",
+        host,
+      ],
+      credentials.password,
     );
   }
 

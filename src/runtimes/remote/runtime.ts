@@ -32,18 +32,25 @@ export interface RemoteBridge {
   nextReport(revisionId: string, ms: number, signal: AbortSignal): Promise<void>;
   /** Where a deployment is served (its routing host as a URL). */
   url(deploymentName: string): string;
-  /** Records the image a revision was built into (its desired state names it). */
-  recordImage(revisionId: string, imageRef: string): Promise<void>;
+  /** Records the image a revision was built into and its health path (its desired state names both). */
+  recordImage(revisionId: string, image: BuiltImage): Promise<void>;
   /** The image recorded for the revision before, if any (a restart does not build again). */
   imageOf(revisionId: string): Promise<string | undefined>;
+}
+
+/** An image built and pushed for a revision. */
+export interface BuiltImage {
+  ref: string;
+  /** The app config's `healthcheck`: what the cluster's probes ask. */
+  healthPath: string;
 }
 
 /** Builds a revision's source into an image and pushes it. */
 export interface ImageBuilder {
   /** Fetches the source (a git source reports the commit it checked out). */
   prepare(spec: RevisionSpec, ctx: PhaseContext): Promise<PreparedSource>;
-  /** Builds and pushes; returns the pushed reference. Throws BuildError. */
-  build(spec: RevisionSpec, ctx: PhaseContext): Promise<string>;
+  /** Builds and pushes; returns what was pushed. Throws BuildError. */
+  build(spec: RevisionSpec, ctx: PhaseContext): Promise<BuiltImage>;
   discard(deploymentId: string, revisionId: string): Promise<void>;
 }
 
@@ -82,9 +89,9 @@ export class RemoteRuntime implements Runtime {
 
   async build(spec: RevisionSpec, ctx: PhaseContext): Promise<void> {
     if (spec.source.kind === "image" || !this.builder) return;
-    const ref = await this.builder.build(spec, ctx);
-    await this.bridge.recordImage(spec.revisionId, ref);
-    ctx.log("build", `Slipway: pushed ${ref}.`);
+    const image = await this.builder.build(spec, ctx);
+    await this.bridge.recordImage(spec.revisionId, image);
+    ctx.log("build", `Slipway: pushed ${image.ref}.`);
   }
 
   async activate(spec: RevisionSpec, ctx: PhaseContext): Promise<Activation> {

@@ -147,7 +147,12 @@ forEachDatabase("push tokens", (suite) => {
     const dep = await insertDeployment(ctx);
     const t = await issuePushToken(
       ctx.db.orm,
-      { registryUrl: "127.0.0.1:5000", registryUsername: undefined, registryPassword: undefined },
+      {
+        registryUrl: "127.0.0.1:5000",
+        registryUsername: undefined,
+        registryPassword: undefined,
+        registryToken: undefined,
+      },
       { workspaceId: ctx.workspaceId },
       dep.id,
     );
