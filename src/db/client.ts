@@ -2,10 +2,8 @@ import { createHash } from "node:crypto";
 import type { SQL } from "drizzle-orm";
 import { drizzle as drizzlePg } from "drizzle-orm/node-postgres";
 import { type PgDatabase, PgDialect, type PgQueryResultHKT, type PgTransaction } from "drizzle-orm/pg-core";
-import { drizzle as drizzlePglite } from "drizzle-orm/pglite";
 import pg from "pg";
 import type { DatabaseTarget } from "../config.ts";
-import { openPgliteClient } from "./pglite.ts";
 import * as schema from "./schema/index.ts";
 
 export type Schema = typeof schema;
@@ -86,6 +84,11 @@ function checkChannel(channel: string): string {
 async function openPglite(
   target: Extract<DatabaseTarget, { kind: "pglite" | "pglite-memory" }>,
 ): Promise<Database> {
+  // Loaded only here: a server on PostgreSQL never carries the embedded database's modules.
+  const [{ openPgliteClient }, { drizzle: drizzlePglite }] = await Promise.all([
+    import("./pglite.ts"),
+    import("drizzle-orm/pglite"),
+  ]);
   const client = await openPgliteClient(target.kind === "pglite" ? target.dataDir : undefined);
   const orm = drizzlePglite({ client, schema }) as unknown as Orm;
   let closed = false;
