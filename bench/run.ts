@@ -12,8 +12,10 @@ import { type LoadResult, load } from "./load.ts";
 /**
  * `npm run bench`: Slipway against the limit — a bare Fastify route on this machine answering the
  * same bytes from memory — for list (20 a page), get, and a revision-creating PATCH, on PGlite and
- * on PostgreSQL with 10k deployments; then the time from PATCH to DEPLOYED for a minimal app, and
- * the cold start of a min_scale 0 app (scaled to zero → first byte).
+ * on PostgreSQL with 10k deployments; on PostgreSQL also against the same list and get statements
+ * behind bare routes (the database read's own ceiling); then start-up and idle memory, the time from
+ * PATCH to DEPLOYED for a minimal app, and the cold start of a min_scale 0 app (scaled to zero →
+ * first byte).
  */
 if (process.argv.includes("--scale")) {
   const { scaleBench } = await import("./scale.ts");
@@ -33,6 +35,7 @@ interface SlipwayInfo {
   getId: string;
   patchIds: string[];
   deployments: number;
+  workspaceId: string;
 }
 
 interface Row {
@@ -40,6 +43,8 @@ interface Row {
   op: string;
   bare: LoadResult;
   slipway: LoadResult;
+  /** The same statement behind a bare route (PostgreSQL only): the database read's own ceiling. */
+  dbRead?: LoadResult;
 }
 
 async function postgresDatabase(): Promise<string | undefined> {
@@ -85,6 +90,11 @@ async function benchDatabase(label: string, databaseUrl: string): Promise<Row[]>
     patch: await sample(info, patchPaths[0] as string, "PATCH", PATCH_BODY),
   };
   const bare: Child<{ url: string }> = await startChild("bare-server.ts", {}, JSON.stringify(bodies));
+  // PGlite in memory lives inside the Slipway process: only a PostgreSQL database can be shared.
+  const dbRead: Child<{ url: string }> | undefined =
+    label === "PostgreSQL"
+      ? await startChild("db-read-server.ts", { DATABASE_URL: databaseUrl }, info.workspaceId)
+      : undefined;
   const headers = { "x-api-key": info.key, "content-type": "application/json" };
   const ops: [string, string[], "GET" | "PATCH", string][] = [
     ["list", listPaths, "GET", info.url],
@@ -106,13 +116,20 @@ async function benchDatabase(label: string, databaseUrl: string): Promise<Row[]>
       if (slipResult.non2xx || slipResult.errors) {
         throw new Error(`${op}: ${slipResult.non2xx} non-2xx and ${slipResult.errors} errors from Slipway`);
       }
-      rows.push({ db: label, op, bare: bareResult, slipway: slipResult });
+      let dbResult: LoadResult | undefined;
+      if (dbRead && method === "GET" && !op.includes("logging")) {
+        await run(dbRead.info.url, 1);
+        dbResult = await run(dbRead.info.url, seconds);
+      }
+      rows.push({ db: label, op, bare: bareResult, slipway: slipResult, dbRead: dbResult });
       console.log(
-        `[${label}] ${op}: ${Math.round(slipResult.rps)} req/s (limit ${Math.round(bareResult.rps)})`,
+        `[${label}] ${op}: ${Math.round(slipResult.rps)} req/s (limit ${Math.round(bareResult.rps)}` +
+          `${dbResult ? `, one database read ${Math.round(dbResult.rps)}` : ""})`,
       );
     }
   } finally {
     await bare.stop();
+    await dbRead?.stop();
     await slipway.stop();
   }
   return rows;
@@ -120,13 +137,14 @@ async function benchDatabase(label: string, databaseUrl: string): Promise<Row[]>
 
 function table(rows: Row[]): string {
   const lines = [
-    "| database | operation | Slipway req/s | p50 ms | p99 ms | limit req/s | limit p50 | limit p99 | ratio |",
-    "|---|---|---:|---:|---:|---:|---:|---:|---:|",
+    "| database | operation | Slipway req/s | p50 ms | p99 ms | limit req/s | limit p50 | limit p99 | ratio | one database read req/s | ratio to it |",
+    "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
   ];
   for (const r of rows) {
     lines.push(
       `| ${r.db} | ${r.op} | ${Math.round(r.slipway.rps)} | ${r.slipway.p50} | ${r.slipway.p99} | ` +
-        `${Math.round(r.bare.rps)} | ${r.bare.p50} | ${r.bare.p99} | ${(r.slipway.rps / r.bare.rps).toFixed(2)}× |`,
+        `${Math.round(r.bare.rps)} | ${r.bare.p50} | ${r.bare.p99} | ${(r.slipway.rps / r.bare.rps).toFixed(2)}× | ` +
+        `${r.dbRead ? Math.round(r.dbRead.rps) : "–"} | ${r.dbRead ? `${(r.slipway.rps / r.dbRead.rps).toFixed(2)}×` : "–"} |`,
     );
   }
   return lines.join("\n");

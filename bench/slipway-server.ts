@@ -13,7 +13,8 @@ import { migrate } from "../src/db/migrate.ts";
 /**
  * Slipway for the benchmark: the real app (auth, validation, serialization, database) on the
  * database named by DATABASE_URL, seeded with BENCH_DEPLOYMENTS deployments. Prints
- * {url, key, getId, patchIds} as one JSON line, then serves until SIGTERM.
+ * {url, loggedUrl, key, getId, patchIds, deployments, workspaceId} as one JSON line, then serves
+ * until SIGTERM.
  */
 const total = Number(process.env.BENCH_DEPLOYMENTS ?? 10_000);
 const key = `sw_bench_${randomBytes(16).toString("hex")}`;
@@ -86,6 +87,10 @@ await rows(
 );
 await db.exec("ANALYZE");
 const [count] = await rows<{ n: number }>(db.orm, sql`SELECT count(*)::int AS n FROM deployments`);
+const [target] = await rows<{ workspace_id: string }>(
+  db.orm,
+  sql`SELECT workspace_id FROM deployments WHERE id = ${getId}::uuid`,
+);
 
 // The same app with logging as `npm start` has it (info: a line per request and per response),
 // written to a file as a service manager would keep it; on its own port, over the same database.
@@ -103,7 +108,17 @@ async function listen(a: typeof app): Promise<string> {
 
 const url = await listen(app);
 const loggedUrl = await listen(logged);
-console.log(JSON.stringify({ url, loggedUrl, key, getId, patchIds, deployments: count?.n }));
+console.log(
+  JSON.stringify({
+    url,
+    loggedUrl,
+    key,
+    getId,
+    patchIds,
+    deployments: count?.n,
+    workspaceId: target?.workspace_id,
+  }),
+);
 process.on("SIGTERM", () => {
   void Promise.all([app.close(), logged.close()])
     .then(() => db.close())
