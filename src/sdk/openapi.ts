@@ -10056,7 +10056,7 @@ export interface paths {
         put?: never;
         /**
          * Get credentials to push images of a deployment to this server's registry
-         * @description For clients that build their own images (internal_docker). Answers the registry, the repository for this deployment and how to log in. Members and admins only. The credential is the one this server logs in with: it is not limited to the repository and does not expire.
+         * @description For clients that build their own images (internal_docker). Answers the registry, the repository for this deployment and how to log in. Members and admins only. With registry token auth (SLIPWAY_REGISTRY_TOKEN_*) the token pushes and pulls this repository alone and expires (SLIPWAY_REGISTRY_PUSH_TOKEN_TTL_S); without it, it is the credential this server logs in with, which is neither scoped nor expiring.
          */
         post: {
             parameters: {
@@ -10082,7 +10082,7 @@ export interface paths {
                             registry_url: string;
                             /** @description Where this deployment's images go: push `<repository>:<tag>` and send it as `source_revision_config.image_uri` of an internal_docker deployment. */
                             repository: string;
-                            /** @description The password to log in with (`podman login --password-stdin`), or null when the registry takes pushes without credentials. It is the registry credential this server was configured with (SLIPWAY_REGISTRY_PASSWORD): Slipway cannot scope it to the repository or make it expire, because the registry checks it itself. */
+                            /** @description The password to log in with (`podman login --password-stdin`), or null when the registry takes pushes without credentials. With registry token auth (SLIPWAY_REGISTRY_TOKEN_*) it is good for this deployment's repository alone, pull and push, until `expires_at`; without it, it is the registry credential this server was configured with (SLIPWAY_REGISTRY_PASSWORD), which the registry checks itself. */
                             token: string | null;
                             /** @description The user name to log in with, or null when no login is needed. */
                             username: string | null;
@@ -13211,6 +13211,14 @@ export interface paths {
                                 /** @description listener_config.k8s_namespace */
                                 namespace: string;
                                 port: number;
+                                /** @description How the cluster pulls `image` when it is in Slipway's registry (the listener makes it an imagePullSecret): with registry token auth, pull only and for this repository, re-issued at half its life; null when the image is elsewhere or the registry needs no login. */
+                                registry_credentials: {
+                                    expires_at: string | null;
+                                    password: string;
+                                    /** @description host[:port] of SLIPWAY_REGISTRY_URL. */
+                                    registry: string;
+                                    username: string;
+                                } | null;
                                 /** @description The revision's ResourceSpec, limits defaulted. */
                                 resource_spec: {
                                     [key: string]: unknown;
@@ -13525,6 +13533,152 @@ export interface paths {
                 };
             };
         };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/registry/token": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The registry's token endpoint (Docker token authentication)
+         * @description Called by registry clients, not by people: a registry configured with `auth: token` and this URL as its realm sends them here. No API key: the push token from POST /v2/deployments/{id}/push-token is the Basic password (any user name). The bearer grants what was asked of that token's repository, and nothing of any other.
+         */
+        get: {
+            parameters: {
+                query?: {
+                    account?: string;
+                    client_id?: string;
+                    offline_token?: string;
+                    /** @description What is asked, `repository:<name>:pull,push`; may be repeated. */
+                    scope?: string | string[];
+                    /** @description The registry's service name (its `auth.token.service`). */
+                    service?: string;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description The same token (OAuth 2 name). */
+                            access_token: string;
+                            /** @description Seconds until it expires. */
+                            expires_in: number;
+                            /** Format: date-time */
+                            issued_at: string;
+                            /** @description A bearer for the registry, granting what was asked of the push token's repository only. */
+                            token: string;
+                        };
+                    };
+                };
+                /** @description Another registry's service name, or a scope that is not repository:<name>:<actions>. */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description No push token, or one that is not valid, has expired, or whose deployment is gone. */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description This server is not a registry token server (SLIPWAY_REGISTRY_TOKEN_* is not set). */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description The headers or the body did not arrive in time (SLIPWAY_HEADERS_TIMEOUT_MS, SLIPWAY_REQUEST_TIMEOUT_MS); the connection is closed. */
+                408: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description The request does not satisfy the schema or a field rule; `detail` lists each field. Also: a NUL byte or invalid Unicode in any string, JSON nested over 32 levels, numbers beyond ±2^53, numeric query parameters not in plain decimal digits or beyond their range, array-form parameters (`limit[]`). */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description A fault on the server; the body never carries internals. */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
