@@ -20,13 +20,15 @@ export function deploymentState(deployment: Obj): Judged {
   const meta = obj(deployment.metadata);
   const spec = obj(deployment.spec);
   const status = obj(deployment.status);
+  if (status.observedGeneration === undefined || n(status.observedGeneration) < n(meta.generation)) {
+    return { state: "applied" };
+  }
+  // Read only once the controller has seen this template (as kubectl does): until then the
+  // condition may be the previous rollout's.
   const progressing = list(status.conditions).find((c) => c.type === "Progressing");
   if (progressing?.status === "False" && progressing.reason === "ProgressDeadlineExceeded") {
     const message = typeof progressing.message === "string" ? `: ${progressing.message}` : "";
     return { state: "failed", reason: `ProgressDeadlineExceeded${message}` };
-  }
-  if (status.observedGeneration === undefined || n(status.observedGeneration) < n(meta.generation)) {
-    return { state: "applied" };
   }
   const wanted = typeof spec.replicas === "number" ? spec.replicas : 1;
   const updated = n(status.updatedReplicas);
