@@ -5,29 +5,29 @@
 // own repository, and named in the listener's desired state with pull credentials; the test plays
 // the kubelet. A client's push token pushes its own repository and no other.
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { rmSync } from "node:fs";
 import { after, before, describe, it } from "node:test";
 import { execEngine } from "../../src/runtimes/local/containers/engine.ts";
 import { TestImages, testEngine } from "../helpers/container-images.ts";
-import { createTestDatabase, DB_KINDS } from "../helpers/databases.ts";
+import { DB_KINDS } from "../helpers/databases.ts";
 import { eventually as within } from "../helpers/eventually.ts";
-import { findResource } from "../helpers/k8s-standin/resources.ts";
-import { type StandIn, startK8sStandIn } from "../helpers/k8s-standin/server.ts";
-import { runSlipway, type SlipwayProcess } from "../helpers/process.ts";
+import {
+  createApp,
+  type K8sStack,
+  type Labelled,
+  NS,
+  type Obj,
+  resource,
+  startK8sStack,
+} from "../helpers/k8s-stack.ts";
 import { startRegistry, type TestRegistry } from "../helpers/registry.ts";
 import { makeTokenKeys, type TokenKeys, tokenEnv } from "../helpers/registry-token-keys.ts";
 import { makeTarball } from "../helpers/tarballs.ts";
 import { freePort } from "./stack.ts";
 
-const KEY = "e2e-bootstrap-key-0123456789";
 /** Image builds and pushes take longer than the other waits. */
 const eventually = <T>(what: string, probe: () => Promise<T | undefined> | T | undefined, ms = 300_000) =>
   within(what, probe, ms);
-const NS = "apps";
-type Obj = Record<string, unknown>;
-type Labelled = Obj & { metadata: { name: string; generation?: number; labels?: Record<string, string> } };
 
 const engine = await testEngine();
 
@@ -35,30 +35,11 @@ for (const kind of DB_KINDS) {
   describe(`listener images built and pushed to a registry, end to end [${kind}]`, {
     skip: engine === undefined,
   }, () => {
-    let k8s: StandIn;
     let registry: TestRegistry;
     let images: TestImages;
-    let dir: string;
     let keys: TokenKeys;
-    let server: SlipwayProcess;
-    let listener: SlipwayProcess | undefined;
-    let url: string;
-    let listenerId: string;
-    let drop: () => Promise<void> = async () => {};
-
-    const api = async <T = Obj>(
-      method: string,
-      path: string,
-      body?: unknown,
-    ): Promise<{ status: number; body: T }> => {
-      const res = await fetch(`${url}${path}`, {
-        method,
-        headers: { "x-api-key": KEY, ...(body === undefined ? {} : { "content-type": "application/json" }) },
-        body: body === undefined ? undefined : JSON.stringify(body),
-      });
-      const text = await res.text();
-      return { status: res.status, body: (text ? JSON.parse(text) : undefined) as T };
-    };
+    let stack: K8sStack;
+    const api = <T = Obj>(method: string, path: string, body?: unknown) => stack.api<T>(method, path, body);
 
     before(async () => {
       assert.ok(engine);
@@ -77,66 +58,26 @@ for (const kind of DB_KINDS) {
           `    rootcertbundle: ${keys.certFile}`,
         ].join("\n"),
       });
-      k8s = await startK8sStandIn();
-      dir = mkdtempSync(join(tmpdir(), "slipway-e2e-registry-"));
-      const env: Record<string, string> = {
-        PORT: String(port),
-        HOST: "127.0.0.1",
-        SLIPWAY_DATA_DIR: join(dir, "data"),
-        SLIPWAY_BOOTSTRAP_API_KEY: KEY,
-        SLIPWAY_APPS_PORT: "0",
-        SLIPWAY_APPS_DOMAIN: "apps.example.test",
-        SLIPWAY_RATE_LIMIT_PER_MINUTE: "0",
-        ...tokenEnv(keys, `http://${registry.address}`),
-        SLIPWAY_REGISTRY_INSECURE: "true",
-        SLIPWAY_BUILD_BASE_IMAGE: base,
-        LOG_LEVEL: "warn",
-      };
-      if (kind === "postgres") {
-        const db = await createTestDatabase("postgres");
-        drop = db.drop;
-        env.DATABASE_URL = db.url ?? "";
-      }
-      server = runSlipway(["serve"], env);
-      url = (await server.waitFor(/serving (http:\/\/\S+)/, 600_000))[1] ?? "";
-      const created = await api<{ id: string }>("POST", "/v2/listeners", {
-        compute_type: "k8s",
-        compute_id: `e2e-registry-${kind}`,
-        compute_config: { k8s_namespaces: [NS] },
+      stack = await startK8sStack(kind, {
+        port,
+        env: {
+          ...tokenEnv(keys, `http://${registry.address}`),
+          SLIPWAY_REGISTRY_INSECURE: "true",
+          SLIPWAY_BUILD_BASE_IMAGE: base,
+        },
       });
-      assert.equal(created.status, 201, JSON.stringify(created.body));
-      listenerId = created.body.id;
-      const key = await api<{ key: string }>("POST", "/v1/api-keys", {
-        role: "listener",
-        listener_id: listenerId,
-        description: "e2e listener",
-      });
-      assert.equal(key.status, 201, JSON.stringify(key.body));
-      listener = runSlipway(
-        [
-          "listener",
-          ...["--url", url, "--api-key", key.body.key, "--listener-id", listenerId],
-          ...["--kubeconfig", k8s.kubeconfig(dir, NS), "--wait", "5", "--resync", "1", "--heartbeat", "1"],
-        ],
-        {},
-      );
-      await listener.waitFor(/listener: started/, 300_000);
     });
     after(async () => {
-      await listener?.stop();
-      await server?.stop();
-      await k8s?.close();
+      await stack?.close();
       await registry?.stop();
       await images?.cleanup();
-      await drop();
-      if (dir) rmSync(dir, { recursive: true, force: true });
       if (keys) rmSync(keys.dir, { recursive: true, force: true });
     });
 
     /** A registry bearer from Slipway's token endpoint, as a registry client gets one. */
     const bearer = async (password: string, repository: string, actions: string) => {
       const res = await fetch(
-        `${url}/v2/registry/token?service=slipway-registry&scope=${encodeURIComponent(`repository:${repository}:${actions}`)}`,
+        `${stack.url}/v2/registry/token?service=slipway-registry&scope=${encodeURIComponent(`repository:${repository}:${actions}`)}`,
         { headers: { authorization: `Basic ${Buffer.from(`slipway:${password}`).toString("base64")}` } },
       );
       assert.equal(res.status, 200, await res.clone().text());
@@ -188,14 +129,12 @@ for (const kind of DB_KINDS) {
 
     it("an uploaded source on a listener: built on the base image, pushed, run by the listener → DEPLOYED", async () => {
       const name = `built-${kind}`;
-      const created = await api<{ id: string }>("POST", "/v2/deployments", {
-        name,
+      // An uploaded source: no image to name (the upload is its source).
+      const app = await createApp(stack, name, "", {
         source: "internal_source",
-        source_config: { listener_id: listenerId, listener_config: { k8s_namespace: NS } },
         source_revision_config: { framework_config_path: "slipway.json" },
       });
-      assert.equal(created.status, 201, JSON.stringify(created.body));
-      const id = created.body.id;
+      const id = app.id;
       const target = await api<{ upload_url: string; source_tarball_path: string }>(
         "POST",
         `/v2/deployments/${id}/upload-url`,
@@ -212,7 +151,7 @@ for (const kind of DB_KINDS) {
       });
       // PORT=0: the server's public URL names no real port, so the path goes to the bound one.
       const u = new URL(target.body.upload_url);
-      const put = await fetch(`${url}${u.pathname}${u.search}`, {
+      const put = await fetch(`${stack.url}${u.pathname}${u.search}`, {
         method: "PUT",
         headers: { "content-type": "application/gzip" },
         body: new Uint8Array(archive),
@@ -224,11 +163,6 @@ for (const kind of DB_KINDS) {
       assert.equal(patched.status, 200, JSON.stringify(patched.body));
       const rev = patched.body.latest_revision_id;
 
-      const deployments = () =>
-        k8s.store.list(resource("apps", "v1", "deployments"), NS, {
-          labelSelector: `slipway.dev/deployment-id=${id}`,
-          fieldSelector: null,
-        }) as Labelled[];
       let failed: string | undefined;
       const found = await eventually("the API Deployment", async () => {
         const r = (await api<Obj>("GET", `/v2/deployments/${id}/revisions/${rev}`)).body;
@@ -242,12 +176,12 @@ for (const kind of DB_KINDS) {
           failed = `revision ${r.status}: ${r.status_message}\n${logs.map((l) => l.line).join("\n")}`;
           return true;
         }
-        return deployments()[0];
+        return app.apiDeployment();
       });
       assert.equal(failed, undefined);
       const d = found as Labelled;
       const pod = (
-        d.spec as {
+        d.spec as unknown as {
           template: {
             spec: {
               containers: { image: string; readinessProbe?: { httpGet?: { path?: string } } }[];
@@ -261,9 +195,11 @@ for (const kind of DB_KINDS) {
       assert.equal(container?.readinessProbe?.httpGet?.path, "/index.html");
       // The cluster pulls with the desired state's credentials, kept in a dockerconfigjson Secret.
       assert.deepEqual(pod.imagePullSecrets, [{ name: `${d.metadata.name}-registry` }]);
-      const pullSecret = k8s.store.get(resource("", "v1", "secrets"), NS, `${d.metadata.name}-registry`) as
-        | (Obj & { type: string; data: Record<string, string> })
-        | undefined;
+      const pullSecret = stack.k8s.store.get(
+        resource("", "v1", "secrets"),
+        NS,
+        `${d.metadata.name}-registry`,
+      ) as (Obj & { type: string; data: Record<string, string> }) | undefined;
       assert.equal(pullSecret?.type, "kubernetes.io/dockerconfigjson");
       const auths = (
         JSON.parse(Buffer.from(pullSecret?.data[".dockerconfigjson"] ?? "", "base64").toString()) as {
@@ -327,24 +263,7 @@ for (const kind of DB_KINDS) {
         logs.join("\n"),
       );
 
-      const res = await fetch(
-        `${k8s.url}/apis/apps/v1/namespaces/${NS}/deployments/${d.metadata.name}/status`,
-        {
-          method: "PATCH",
-          headers: { "content-type": "application/merge-patch+json" },
-          body: JSON.stringify({
-            status: {
-              observedGeneration: d.metadata.generation,
-              replicas: 1,
-              updatedReplicas: 1,
-              readyReplicas: 1,
-              availableReplicas: 1,
-              conditions: [{ type: "Available", status: "True", reason: "MinimumReplicasAvailable" }],
-            },
-          }),
-        },
-      );
-      assert.equal(res.status, 200);
+      await app.completeRollout();
       await eventually(
         "DEPLOYED",
         async () =>
@@ -352,10 +271,4 @@ for (const kind of DB_KINDS) {
       );
     });
   });
-}
-
-function resource(group: string, version: string, plural: string) {
-  const t = findResource(group, version, plural);
-  assert.ok(t);
-  return t;
 }

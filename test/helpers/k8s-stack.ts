@@ -26,6 +26,8 @@ export function resource(group: string, version: string, plural: string): Resour
 
 export interface K8sStack {
   k8s: StandIn;
+  /** The control plane's base URL. */
+  url: string;
   listenerId: string;
   api<T = Obj>(method: string, path: string, body?: unknown): Promise<{ status: number; body: T }>;
   startListener(): Promise<void>;
@@ -35,8 +37,15 @@ export interface K8sStack {
   close(): Promise<void>;
 }
 
+export interface K8sStackOptions {
+  /** More settings of the control plane (a registry, say). */
+  env?: Record<string, string>;
+  /** The control plane's port, when something must know it before it starts; default any. */
+  port?: number;
+}
+
 /** The stand-in cluster, the control plane on a `kind` database, a k8s listener for NS, started. */
-export async function startK8sStack(kind: DbKind): Promise<K8sStack> {
+export async function startK8sStack(kind: DbKind, opts: K8sStackOptions = {}): Promise<K8sStack> {
   const k8s = await startK8sStandIn();
   const dir = mkdtempSync(join(tmpdir(), "slipway-e2e-k8s-"));
   let drop: () => Promise<void> = async () => {};
@@ -61,7 +70,7 @@ export async function startK8sStack(kind: DbKind): Promise<K8sStack> {
   };
   try {
     const env: Record<string, string> = {
-      PORT: "0",
+      PORT: String(opts.port ?? 0),
       HOST: "127.0.0.1",
       SLIPWAY_DATA_DIR: join(dir, "data"),
       SLIPWAY_BOOTSTRAP_API_KEY: KEY,
@@ -70,6 +79,7 @@ export async function startK8sStack(kind: DbKind): Promise<K8sStack> {
       SLIPWAY_LISTENER_TIMEOUT_S: "3",
       SLIPWAY_RATE_LIMIT_PER_MINUTE: "0",
       LOG_LEVEL: "warn",
+      ...opts.env,
     };
     if (kind === "postgres") {
       const db = await createTestDatabase("postgres");
@@ -103,6 +113,7 @@ export async function startK8sStack(kind: DbKind): Promise<K8sStack> {
     await startListener();
     return {
       k8s,
+      url,
       listenerId: created.body.id,
       api,
       startListener,
