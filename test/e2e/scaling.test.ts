@@ -200,8 +200,14 @@ forEachDatabase(
       assert.equal(answer.body.version, "1");
       assert.equal(running(await processes(ctx, dep.id), "api"), 1);
       const log = await deployLog();
-      assert.ok(log.some((l) => /^slipway: scaling API processes from 1 to 0: no request for \d+ s/.test(l)));
-      assert.ok(log.some((l) => l.startsWith("slipway: cold start:")));
+      assert.ok(
+        log.some((l) => /^slipway: scaling API processes from 1 to 0: no request for \d+ s/.test(l)),
+        log.join("\n"),
+      );
+      assert.ok(
+        log.some((l) => l.startsWith("slipway: cold start:")),
+        log.join("\n"),
+      );
     });
 
     it("a cold start that fails answers 503 with Retry-After; the next one serves again", async () => {
