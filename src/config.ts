@@ -336,6 +336,7 @@ function registryToken(env: Env, registryUrl: string | undefined): RegistryToken
 /** Parses the whole configuration once; any bad variable stops start-up with a sentence naming it. */
 export function loadConfig(env: Env = process.env): Config {
   const dataDir = resolve(env.SLIPWAY_DATA_DIR || "./.slipway");
+  const registryUrl = registryVar(env.SLIPWAY_REGISTRY_URL);
   const port = intVar(env, "PORT", 8080, 0, 65535);
   const host = env.HOST || "127.0.0.1";
   const logLevel = (env.LOG_LEVEL || "info").toLowerCase() as LogLevel;
@@ -442,12 +443,12 @@ export function loadConfig(env: Env = process.env): Config {
     },
     listeners: {
       timeoutS: intVar(env, "SLIPWAY_LISTENER_TIMEOUT_S", 90, 1, 86_400),
-      registryUrl: registryVar(env.SLIPWAY_REGISTRY_URL),
+      registryUrl,
       registryUsername: undefined,
       registryPassword: undefined,
       ...registryCredentials(env),
       registryInsecure: boolVar(env, "SLIPWAY_REGISTRY_INSECURE", false),
-      registryToken: registryToken(env, registryVar(env.SLIPWAY_REGISTRY_URL)),
+      registryToken: registryToken(env, registryUrl),
       buildBaseImage: imageVar(env, "SLIPWAY_BUILD_BASE_IMAGE", "docker.io/library/node:22-bookworm-slim"),
     },
   };

@@ -61,8 +61,9 @@ function algOf(key: KeyObject): Alg {
 }
 
 export class RegistryTokenSigner {
-  private readonly key: KeyObject;
-  private readonly publicKey: KeyObject;
+  /** The key as sign() and verify() take it (with ECDSA's JOSE encoding). */
+  private readonly signKey: { key: KeyObject; dsaEncoding?: "ieee-p1363" };
+  private readonly verifyKey: { key: KeyObject; dsaEncoding?: "ieee-p1363" };
   private readonly certDer: string;
   private readonly alg: Alg;
 
@@ -73,8 +74,9 @@ export class RegistryTokenSigner {
     /** The registry's `auth.token.service`, the audience of its bearer tokens. */
     readonly service: string,
   ) {
+    let key: KeyObject;
     try {
-      this.key = createPrivateKey(keyPem);
+      key = createPrivateKey(keyPem);
     } catch {
       throw new RegistryTokenError("the registry token key is not a PEM private key");
     }
@@ -84,25 +86,25 @@ export class RegistryTokenSigner {
     } catch {
       throw new RegistryTokenError("the registry token certificate is not a PEM certificate");
     }
-    this.alg = algOf(this.key);
-    this.publicKey = createPublicKey(this.key);
+    this.alg = algOf(key);
+    const publicKey = createPublicKey(key);
     const spki = (k: KeyObject) => k.export({ type: "spki", format: "der" }).toString("base64");
-    if (spki(cert.publicKey) !== spki(this.publicKey)) {
+    if (spki(cert.publicKey) !== spki(publicKey)) {
       throw new RegistryTokenError("the registry token certificate is not the certificate of its key");
     }
     if (Date.parse(cert.validTo) <= Date.now()) {
       throw new RegistryTokenError(`the registry token certificate expired on ${cert.validTo}`);
     }
     this.certDer = cert.raw.toString("base64");
+    const encoding = this.alg.dsaEncoding ? { dsaEncoding: this.alg.dsaEncoding } : {};
+    this.signKey = { key, ...encoding };
+    this.verifyKey = { key: publicKey, ...encoding };
   }
 
   private signJwt(claims: Record<string, unknown>): string {
     const header = { typ: "JWT", alg: this.alg.name, x5c: [this.certDer] };
     const input = `${b64url(header)}.${b64url(claims)}`;
-    const signature = sign(this.alg.hash, Buffer.from(input), {
-      key: this.key,
-      ...(this.alg.dsaEncoding ? { dsaEncoding: this.alg.dsaEncoding } : {}),
-    });
+    const signature = sign(this.alg.hash, Buffer.from(input), this.signKey);
     return `${input}.${signature.toString("base64url")}`;
   }
 
@@ -117,10 +119,7 @@ export class RegistryTokenSigner {
       const ok = verify(
         this.alg.hash,
         Buffer.from(`${head}.${body}`),
-        {
-          key: this.publicKey,
-          ...(this.alg.dsaEncoding ? { dsaEncoding: this.alg.dsaEncoding } : {}),
-        },
+        this.verifyKey,
         Buffer.from(sig, "base64url"),
       );
       if (!ok) return undefined;

@@ -25,12 +25,6 @@ export const PGLITE_SETTINGS: Readonly<Record<string, string>> = {
  * only WASM is affected (a PostgreSQL server never compiles any).
  */
 const WASM_FLAG = "--liftoff-only";
-let wasmFlagSet = false;
-function preferLightWasm(): void {
-  if (wasmFlagSet) return;
-  setFlagsFromString(WASM_FLAG);
-  wasmFlagSet = true;
-}
 
 function startParams(): string[] {
   const extra = Object.entries(PGLITE_SETTINGS).flatMap(([name, value]) => ["-c", `${name}=${value}`]);
@@ -73,7 +67,7 @@ export async function openPgliteClient(dataDir: string | undefined): Promise<PGl
     mkdirSync(dataDir, { recursive: true });
     if (!existsSync(join(dataDir, "PG_VERSION"))) await initdbInChild(dataDir);
   }
-  preferLightWasm();
+  setFlagsFromString(WASM_FLAG);
   // PGlite.create (not the constructor) so that the extension bundle is loaded before first use.
   return PGlite.create(dataDir, { extensions: { pg_trgm }, startParams: startParams() });
 }

@@ -13213,6 +13213,7 @@ export interface paths {
                                 port: number;
                                 /** @description How the cluster pulls `image` when it is in Slipway's registry (the listener makes it an imagePullSecret): with registry token auth, pull only and for this repository, re-issued at half its life; null when the image is elsewhere or the registry needs no login. */
                                 registry_credentials: {
+                                    /** @description When the password stops working; the desired state hands out a new one at half its life. */
                                     expires_at: string | null;
                                     password: string;
                                     /** @description host[:port] of SLIPWAY_REGISTRY_URL. */

@@ -1,5 +1,6 @@
 import { type Static, Type } from "@sinclair/typebox";
 import { DateTime, Nullable, OrNull, QueryLimit, QueryOffset, StringEnum, Uuid } from "../../http/schemas.ts";
+import { RegistryCredentials } from "../push-tokens/schema.ts";
 
 /** A Kubernetes namespace name (RFC 1123 label). */
 export const Namespace = Type.String({
@@ -111,21 +112,10 @@ export const DesiredDeployment = Type.Object({
   port: Type.Integer(),
   host: Type.String({ description: "Routing host: <name>.<apps domain>." }),
   deployment_type: Type.String(),
-  registry_credentials: Type.Union(
-    [
-      Type.Object({
-        registry: Type.String({ description: "host[:port] of SLIPWAY_REGISTRY_URL." }),
-        username: Type.String(),
-        password: Type.String(),
-        expires_at: Type.Union([Type.String({ format: "date-time" }), Type.Null()]),
-      }),
-      Type.Null(),
-    ],
-    {
-      description:
-        "How the cluster pulls `image` when it is in Slipway's registry (the listener makes it an imagePullSecret): with registry token auth, pull only and for this repository, re-issued at half its life; null when the image is elsewhere or the registry needs no login.",
-    },
-  ),
+  registry_credentials: Type.Union([RegistryCredentials, Type.Null()], {
+    description:
+      "How the cluster pulls `image` when it is in Slipway's registry (the listener makes it an imagePullSecret): with registry token auth, pull only and for this repository, re-issued at half its life; null when the image is elsewhere or the registry needs no login.",
+  }),
 });
 export type DesiredDeployment = Static<typeof DesiredDeployment>;
 

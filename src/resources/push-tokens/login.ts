@@ -1,9 +1,27 @@
-import type { Config } from "../../config.ts";
+import type { Config, RegistryTokenConfig } from "../../config.ts";
 import type { RegistryLogin } from "../../runtimes/remote/builder.ts";
-import { registryHost, repositoryPath } from "../../runtimes/remote/image-ref.ts";
+import { registryHost, repositoryPath, splitImageRef } from "../../runtimes/remote/image-ref.ts";
+import type { RegistryCredentials } from "./schema.ts";
 
 /** The user name token logins use; Slipway's token endpoint reads only the password. */
 export const TOKEN_USERNAME = "slipway";
+
+/** A push token for a deployment's repository (`path` inside the registry): pull and push, nothing else. */
+export function deploymentPushToken(
+  tokens: RegistryTokenConfig,
+  repo: { workspaceId: string; deploymentId: string; path: string },
+): { token: string; expiresAt: Date } {
+  return tokens.signer.pushToken(
+    {
+      subject: `deployment:${repo.deploymentId}`,
+      workspaceId: repo.workspaceId,
+      deploymentId: repo.deploymentId,
+      repository: repo.path,
+      actions: ["pull", "push"],
+    },
+    tokens.pushTtlS,
+  );
+}
 
 /**
  * How Slipway's own builds log in to push: with registry token auth, a push token for the one
@@ -13,32 +31,10 @@ export function registryLogin(
   listeners: Pick<Config["listeners"], "registryUsername" | "registryPassword" | "registryToken">,
 ): RegistryLogin {
   const tokens = listeners.registryToken;
-  if (tokens) {
-    return (repo) => ({
-      username: TOKEN_USERNAME,
-      password: tokens.signer.pushToken(
-        {
-          subject: `deployment:${repo.deploymentId}`,
-          workspaceId: repo.workspaceId,
-          deploymentId: repo.deploymentId,
-          repository: repo.path,
-          actions: ["pull", "push"],
-        },
-        tokens.pushTtlS,
-      ).token,
-    });
-  }
+  if (tokens)
+    return (repo) => ({ username: TOKEN_USERNAME, password: deploymentPushToken(tokens, repo).token });
   const { registryUsername: username, registryPassword: password } = listeners;
   return () => (username !== undefined && password !== undefined ? { username, password } : undefined);
-}
-
-/** How a listener's cluster pulls an image from Slipway's registry (its imagePullSecret). */
-export interface PullCredentials {
-  registry: string;
-  username: string;
-  password: string;
-  /** When the password stops working; the desired state hands out a new one at half its life. */
-  expires_at: string | null;
 }
 
 type PullConfig = Pick<
@@ -46,10 +42,13 @@ type PullConfig = Pick<
   "registryUrl" | "registryUsername" | "registryPassword" | "registryToken"
 >;
 
+/** Pull credentials are re-issued at half their life: the epoch is that half-life's number. */
+const halfLifeMs = (tokens: RegistryTokenConfig) => tokens.pullTtlS * 500;
+
 /** Changes when pull credentials are re-issued, so a listener's desired state changes with them. */
 export function credentialEpoch(listeners: PullConfig, now = Date.now()): number {
   const tokens = listeners.registryToken;
-  return tokens ? Math.floor(now / (tokens.pullTtlS * 500)) : 0;
+  return tokens ? Math.floor(now / halfLifeMs(tokens)) : 0;
 }
 
 /**
@@ -62,27 +61,23 @@ export function pullCredentials(
   who: { listenerId: string; workspaceId: string; deploymentId: string },
   image: string,
   now = Date.now(),
-): PullCredentials | null {
+): RegistryCredentials | null {
   const url = listeners.registryUrl;
   if (url === undefined) return null;
   const host = registryHost(url);
   if (!image.startsWith(`${host}/`)) return null;
-  const name = image.split("@")[0] ?? image;
-  const colon = name.lastIndexOf(":");
-  const repository = colon > name.lastIndexOf("/") ? name.slice(0, colon) : name;
   const tokens = listeners.registryToken;
   if (tokens) {
-    const issuedAt = credentialEpoch(listeners, now) * tokens.pullTtlS * 500;
     const issued = tokens.signer.pushToken(
       {
         subject: `listener:${who.listenerId}`,
         workspaceId: who.workspaceId,
         deploymentId: who.deploymentId,
-        repository: repositoryPath(url, repository),
+        repository: repositoryPath(url, splitImageRef(image).repository),
         actions: ["pull"],
       },
       tokens.pullTtlS,
-      issuedAt,
+      credentialEpoch(listeners, now) * halfLifeMs(tokens),
     );
     return {
       registry: host,

@@ -4,7 +4,7 @@ import type { Reader } from "../../db/client.ts";
 import { badRequest, conflict, HttpError, notFound } from "../../http/errors.ts";
 import { imageRepository, registryHost, repositoryPath } from "../../runtimes/remote/image-ref.ts";
 import { peekDeployment } from "../deployments/store.ts";
-import { TOKEN_USERNAME } from "./login.ts";
+import { deploymentPushToken, TOKEN_USERNAME } from "./login.ts";
 import type { PushToken, RegistryBearer } from "./schema.ts";
 
 export type PushTokenConfig = Pick<
@@ -43,16 +43,11 @@ export async function issuePushToken(
   const repository = imageRepository(url, scope.workspaceId, deployment.name);
   const tokens = registry.registryToken;
   if (tokens) {
-    const issued = tokens.signer.pushToken(
-      {
-        subject: `deployment:${deploymentId}`,
-        workspaceId: scope.workspaceId,
-        deploymentId,
-        repository: repositoryPath(url, repository),
-        actions: ["pull", "push"],
-      },
-      tokens.pushTtlS,
-    );
+    const issued = deploymentPushToken(tokens, {
+      workspaceId: scope.workspaceId,
+      deploymentId,
+      path: repositoryPath(url, repository),
+    });
     return {
       token: issued.token,
       username: TOKEN_USERNAME,

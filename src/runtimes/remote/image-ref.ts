@@ -16,3 +16,12 @@ export function repositoryPath(registryUrl: string, repository: string): string 
 export function registryHost(registryUrl: string): string {
   return registryUrl.split("/")[0] ?? registryUrl;
 }
+
+/** An image reference's repository (`[registry/]name`) and tag; no tag when it names none (or only a digest). */
+export function splitImageRef(ref: string): { repository: string; tag: string | undefined } {
+  const name = ref.split("@")[0] ?? ref;
+  const colon = name.lastIndexOf(":");
+  return colon > name.lastIndexOf("/")
+    ? { repository: name.slice(0, colon), tag: name.slice(colon + 1) }
+    : { repository: name, tag: undefined };
+}

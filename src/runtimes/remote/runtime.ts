@@ -8,6 +8,7 @@ import {
   type Runtime,
   SourceError,
 } from "../interface.ts";
+import { splitImageRef } from "./image-ref.ts";
 
 /**
  * The `remote` runtime: revisions run by a listener on a Kubernetes cluster. Nothing runs here.
@@ -57,14 +58,6 @@ export interface ImageBuilder {
 /** Re-read the report at least this often, in case a notification was missed. */
 const RECHECK_MS = 2000;
 
-/** The tag of an image reference, if it names one (not a digest). */
-function tagOf(ref: string): string | undefined {
-  const name = ref.split("@")[0] ?? ref;
-  const slash = name.lastIndexOf("/");
-  const colon = name.lastIndexOf(":");
-  return colon > slash ? name.slice(colon + 1) : undefined;
-}
-
 export class RemoteRuntime implements Runtime {
   readonly name = "remote";
   readonly remote = true;
@@ -108,7 +101,7 @@ export class RemoteRuntime implements Runtime {
       if (report?.state === "available") {
         const url = this.bridge.url(spec.deploymentName);
         if (spec.source.kind !== "image") return { url };
-        return { url, imageVersion: tagOf(spec.source.imageUri) ?? null };
+        return { url, imageVersion: splitImageRef(spec.source.imageUri).tag ?? null };
       }
       if (report?.state === "failed") throw new DeployError(report.reason ?? "the rollout failed");
       await this.bridge.nextReport(spec.revisionId, RECHECK_MS, ctx.signal);
