@@ -95,6 +95,18 @@ forEachDatabase(
     const settle = (rid: string) => waitForRevision(suite.ctx.db, rid, { timeoutMs: 90_000 });
     const latest = async () => (await api.deployment(dep.id)).latest_revision_id ?? "";
     const deployLog = async () => api.logs(dep.id, await latest(), "deploy");
+    /** Log lines reach the database in batches: a line may land after the effect it describes. */
+    const untilLogged = async (what: string, match: (line: string) => boolean) => {
+      let log: string[] = [];
+      try {
+        await until(what, async () => {
+          log = await deployLog();
+          return log.some(match);
+        });
+      } catch (err) {
+        throw new Error(`${(err as Error).message}\n${log.join("\n")}`);
+      }
+    };
 
     it("an app with a worker runs an API process and a queue worker with the same env; both are listed", async () => {
       const ctx = suite.ctx;
@@ -172,16 +184,11 @@ forEachDatabase(
         1,
         "queue workers scale on their cpu, not on requests",
       );
-      const log = await deployLog();
-      assert.ok(
-        log.some((l) =>
-          /^slipway: scaling API processes from [12] to [23]: .*(above the target of 2|panic)/.test(l),
-        ),
-        log.join("\n"),
+      await untilLogged("the scale-up line", (l) =>
+        /^slipway: scaling API processes from [12] to [23]: .*(above the target of 2|panic)/.test(l),
       );
-      assert.ok(
-        log.some((l) => /^slipway: scaling API processes from [23] to 1: /.test(l)),
-        log.join("\n"),
+      await untilLogged("the scale-down line", (l) =>
+        /^slipway: scaling API processes from [23] to 1: /.test(l),
       );
     });
 
@@ -193,7 +200,7 @@ forEachDatabase(
       // revisions can show none while the new revision's process is still starting).
       const scaledToZero = (l: string) =>
         /^slipway: scaling API processes from 1 to 0: no request for \d+ s/.test(l);
-      await until("the scale to zero", async () => (await deployLog()).some(scaledToZero));
+      await untilLogged("the scale to zero", scaledToZero);
       await until("no API process runs", async () => {
         const ps = await processes(ctx, dep.id);
         return ps.filter((p) => p.type === "api").length === 0;
@@ -204,10 +211,7 @@ forEachDatabase(
       assert.equal(answer.status, 200);
       assert.equal(answer.body.version, "1");
       assert.equal(running(await processes(ctx, dep.id), "api"), 1);
-      // Log lines reach the database in batches: the cold start's line may follow its answer.
-      await until("the cold start's log line", async () =>
-        (await deployLog()).some((l) => l.startsWith("slipway: cold start:")),
-      );
+      await untilLogged("the cold start's log line", (l) => l.startsWith("slipway: cold start:"));
     });
 
     it("a cold start that fails answers 503 with Retry-After; the next one serves again", async () => {
@@ -228,8 +232,10 @@ forEachDatabase(
         rmSync(flag);
       }
       assert.equal((await appGet(url)).status, 200);
-      const log = await deployLog();
-      assert.ok(log.includes("slipway: cold start failed; requests get 503 until the next one succeeds"));
+      await untilLogged(
+        "the failed cold start's log line",
+        (l) => l === "slipway: cold start failed; requests get 503 until the next one succeeds",
+      );
     });
 
     it("a DEPLOY_FAILED log ends with the app's last lines and the reason; healthcheck_timeout_s bounds the wait", async () => {
