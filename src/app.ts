@@ -10,6 +10,7 @@ import { requestLogFields } from "./http/log-redaction.ts";
 import { registerMetrics } from "./http/metrics.ts";
 import { registerDocsUi, registerOpenApi } from "./http/openapi.ts";
 import { registerAuthFailureLimit, registerRateLimit } from "./http/rate-limit.ts";
+import { registerReadCache } from "./http/read-cache.ts";
 import { registerMinimumBodyRate, serverTimeoutOptions } from "./http/slow-clients.ts";
 import type { App } from "./http/types.ts";
 import { registerValidation } from "./http/validation.ts";
@@ -86,10 +87,11 @@ export async function buildApp(deps: AppDeps, opts: BuildOptions = {}): Promise<
   // After auth: every write by a known caller is recorded (http/audit.ts).
   registerAudit(app, deps.db, config.basePath);
   const metrics = registerMetrics(app, deps.db);
-  app.addHook("onSend", async (request, reply, payload) => {
+  await registerReadCache(app, deps.db, config.readCacheBytes);
+  app.addHook("onSend", (request, reply, payload, done) => {
     reply.header("x-request-id", request.id);
     // 204 and 304 carry no body, whatever a handler's serializer made of its null.
-    return reply.statusCode === 204 || reply.statusCode === 304 ? "" : payload;
+    done(null, reply.statusCode === 204 || reply.statusCode === 304 ? "" : payload);
   });
   await registerOpenApi(app, config.basePath);
   await app.register(

@@ -31,6 +31,8 @@ export interface Config {
   rateLimitPerMinute: number;
   /** Failed authentications (401) a minute per client address before 429; 0 turns it off. */
   authFailLimitPerMinute: number;
+  /** Bytes of GET answers (deployments, revisions) a process keeps until a change; 0 turns it off. */
+  readCacheBytes: number;
   /**
    * Which peers may name the client address in X-Forwarded-For (Fastify `trustProxy`): false (the
    * TCP peer is the client), true (any), or a list of addresses and CIDR ranges of the proxies.
@@ -381,6 +383,7 @@ export function loadConfig(env: Env = process.env): Config {
     bodyLimitBytes: intVar(env, "SLIPWAY_BODY_LIMIT_BYTES", 1024 * 1024, 1024, 64 * 1024 * 1024),
     rateLimitPerMinute: intVar(env, "SLIPWAY_RATE_LIMIT_PER_MINUTE", 6000, 0, 100_000_000),
     authFailLimitPerMinute: intVar(env, "SLIPWAY_AUTH_FAIL_LIMIT_PER_MINUTE", 30, 0, 100_000_000),
+    readCacheBytes: intVar(env, "SLIPWAY_READ_CACHE_MB", 16, 0, 4096) * 1024 * 1024,
     trustProxy: trustProxyVar(env),
     timeouts: timeoutVars(env),
     uploadLimitBytes: intVar(

@@ -11,6 +11,11 @@ export const STATUS_CHANNEL = "slipway_status";
 export const LOGS_CHANNEL = "slipway_logs";
 /** An API key id, when the key was revoked: every process drops it from its auth cache. */
 export const AUTH_CHANNEL = "slipway_auth";
+/**
+ * A workspace id, after a committed change to what GET and list of its deployments and revisions
+ * answer (sent by the triggers of migration 0018): every process drops its cached answers of it.
+ */
+export const RECORDS_CHANNEL = "slipway_records";
 /** An OAuth flow id, when the flow finished: long-polling waiters answer. */
 export const FLOW_CHANNEL = "slipway_oauth_flows";
 

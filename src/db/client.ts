@@ -4,6 +4,7 @@ import { drizzle as drizzlePg } from "drizzle-orm/node-postgres";
 import { type PgDatabase, PgDialect, type PgQueryResultHKT, type PgTransaction } from "drizzle-orm/pg-core";
 import pg from "pg";
 import type { DatabaseTarget } from "../config.ts";
+import { PgListener } from "./pg-listener.ts";
 import * as schema from "./schema/index.ts";
 
 export type Schema = typeof schema;
@@ -50,6 +51,11 @@ export interface Database {
   withAdvisoryLock<T>(key: number, fn: (conn: LockedConnection) => Promise<T>): Promise<T>;
   /** Subscribes to NOTIFY on a channel; returns the unsubscribe function. */
   listen(channel: string, handler: (payload: string) => void): Promise<() => Promise<void>>;
+  /**
+   * Whether notifications can have been missed: undefined while the listening connection is down,
+   * otherwise a number that changes after every loss of it. (PGlite never loses one.)
+   */
+  listenEpoch(): number | undefined;
   notify(channel: string, payload: string): Promise<void>;
   ping(): Promise<void>;
   stats(): PoolStats;
@@ -122,6 +128,7 @@ async function openPglite(
         if (!closed) await unlisten();
       };
     },
+    listenEpoch: () => (closed ? undefined : 0),
     notify: async (channel, payload) => {
       await client.query("SELECT pg_notify($1, $2)", [checkChannel(channel), payload]);
     },
@@ -156,19 +163,7 @@ function openPostgres(url: string, poolSize: number): Database {
   // An idle client's error (server restart) must not crash the process; the pool replaces it.
   pool.on("error", () => {});
   const orm = drizzlePg({ client: pool, schema }) as unknown as Orm;
-  let listener: pg.Client | undefined;
-  const handlers = new Map<string, Set<(payload: string) => void>>();
-  async function listenerClient(): Promise<pg.Client> {
-    if (listener) return listener;
-    const client = new pg.Client({ connectionString: url });
-    client.on("error", () => {});
-    client.on("notification", (msg) => {
-      for (const h of handlers.get(msg.channel) ?? []) h(msg.payload ?? "");
-    });
-    await client.connect();
-    listener = client;
-    return client;
-  }
+  const listener = new PgListener(url);
   return {
     kind: "postgres",
     orm,
@@ -227,20 +222,8 @@ function openPostgres(url: string, poolSize: number): Database {
         client.release();
       }
     },
-    listen: async (channel, handler) => {
-      const name = checkChannel(channel);
-      const client = await listenerClient();
-      let set = handlers.get(name);
-      if (!set) {
-        set = new Set();
-        handlers.set(name, set);
-        await client.query(`LISTEN ${name}`);
-      }
-      set.add(handler);
-      return async () => {
-        set.delete(handler);
-      };
-    },
+    listen: (channel, handler) => listener.listen(checkChannel(channel), handler),
+    listenEpoch: () => listener.epoch,
     notify: async (channel, payload) => {
       await pool.query("SELECT pg_notify($1, $2)", [checkChannel(channel), payload]);
     },
@@ -249,8 +232,7 @@ function openPostgres(url: string, poolSize: number): Database {
     },
     stats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
     close: async () => {
-      if (listener) await listener.end().catch(() => {});
-      listener = undefined;
+      await listener.close();
       await pool.end();
     },
   };

@@ -21,6 +21,7 @@ import { completeAuditRecord, insertAuditRecord } from "../resources/audit-log/s
 
 const READS = new Set(["GET", "HEAD", "OPTIONS"]);
 const scopes = new WeakMap<FastifyRequest, AuditScope>();
+const ends = new WeakMap<FastifyRequest, () => void>();
 
 const VERBS: Record<string, string> = { DELETE: "delete", PATCH: "update", PUT: "update" };
 
@@ -91,26 +92,34 @@ function createdId(payload: unknown): string | null {
 }
 
 export function registerAudit(app: FastifyInstance, db: Database, basePath: string): void {
-  app.addHook("preHandler", (request, _reply, done) => {
+  app.addHook("preHandler", (request, reply, done) => {
     const scope = scopeOf(request, basePath);
     if (!scope) return done();
-    runWithAuditScope(scope, done);
+    // The scope ends with the response (sent, or its connection gone).
+    const end = runWithAuditScope(scope, done);
+    ends.set(request, end);
+    reply.raw.once("close", end);
   });
-  app.addHook("onSend", async (request, reply, payload) => {
+  app.addHook("onResponse", (request, _reply, done) => {
+    ends.get(request)?.();
+    done();
+  });
+  // Callback style: a read (most requests) passes without a promise.
+  app.addHook("onSend", (request, reply, payload, done) => {
     const scope = scopeOf(request, basePath);
-    if (!scope) return payload;
+    if (!scope) return done(null, payload);
     const resourceId = scope.resourceId ?? (reply.statusCode < 300 ? createdId(payload) : null);
     // Written in the change's transaction with this very outcome: nothing left to say.
     if (scope.recorded && reply.statusCode === scope.successStatus && resourceId === scope.resourceId) {
-      return payload;
+      return done(null, payload);
     }
-    try {
+    const write = async () => {
       const completed =
         scope.recorded && (await completeAuditRecord(db.orm, scope.id, reply.statusCode, resourceId));
       if (!completed) await insertAuditRecord(db.orm, { ...scope, resourceId }, reply.statusCode);
-    } catch (err) {
-      request.log.error({ err }, "writing the audit record failed");
-    }
-    return payload;
+    };
+    write()
+      .catch((err: unknown) => request.log.error({ err }, "writing the audit record failed"))
+      .finally(() => done(null, payload));
   });
 }

@@ -112,49 +112,63 @@ export async function registerAuth(app: FastifyInstance, db: Database): Promise<
     await unlisten();
   });
   app.decorateRequest("principal", null);
-  app.addHook("onRequest", async (request) => {
+  // Callback style: a cached key (nearly every request) is admitted without a promise.
+  app.addHook("onRequest", (request, _reply, done) => {
     const rules = request.routeOptions.config?.auth;
-    if (rules?.public || request.routeOptions.url === undefined) return;
+    if (rules?.public || request.routeOptions.url === undefined) return done();
     const key = apiKeyOf(request);
-    if (key === undefined) throw unauthorized("Missing API key: send X-Api-Key.");
+    if (key === undefined) return done(unauthorized("Missing API key: send X-Api-Key."));
     const rawTenant = request.headers["x-tenant-id"];
     const tenantHeader = typeof rawTenant === "string" && rawTenant !== "" ? rawTenant : undefined;
     const tenant = tenantHeader && isUuid(tenantHeader) ? tenantHeader.toLowerCase() : null;
     const keyHash = hashApiKey(key);
     const cacheKey = `${keyHash}|${tenant ?? ""}`;
-    let row = cache.get(cacheKey);
-    if (!row) {
-      row = await keyByHash(db, keyHash, tenant);
-      if (row && !row.revoked) cache.set(cacheKey, row.id, row);
-    }
-    if (!row || row.revoked) throw unauthorized("Invalid or revoked API key.");
-    const resolved = resolveTenant(row, tenantHeader);
-    // A tenant the key cannot use is refused on every route, so a typo never silently falls back.
-    if (tenantHeader !== undefined && resolved.tenantError) throw forbidden(resolved.tenantError);
-    request.principal = {
-      keyId: row.id,
-      organizationId: row.organization_id,
-      role: row.role,
-      isSystem: row.is_system,
-      boundWorkspaceId: row.workspace_id,
-      listenerId: row.listener_id,
-      ...resolved,
-    };
-    if (row.role === "listener" || rules?.listener) {
-      if (row.role !== "listener") throw forbidden("This route answers only a listener's own API key.");
-      if (!rules?.listener) {
-        throw forbidden(
-          "A listener API key can only read its listener's desired state and report its status.",
-        );
-      }
-      return;
-    }
-    if (rules?.system && !row.is_system) throw forbidden("This operation needs a system API key.");
-    const needed: Role = rules?.role ?? (READ_METHODS.has(request.method) ? "viewer" : "member");
-    if (RANK[row.role] < RANK[needed]) {
-      throw forbidden(`This operation needs the ${needed} role; this API key is ${row.role}.`);
-    }
+    const cached = cache.get(cacheKey);
+    if (cached) return done(admit(request, cached, tenantHeader));
+    keyByHash(db, keyHash, tenant)
+      .then((row) => {
+        if (row && !row.revoked) cache.set(cacheKey, row.id, row);
+        return admit(request, row, tenantHeader);
+      })
+      .then(done, done);
   });
+}
+
+/** Sets the request's principal from its key's row; the error that refuses it, if any. */
+function admit(
+  request: FastifyRequest,
+  row: KeyRow | undefined,
+  tenantHeader: string | undefined,
+): Error | undefined {
+  const rules = request.routeOptions.config?.auth;
+  if (!row || row.revoked) return unauthorized("Invalid or revoked API key.");
+  const resolved = resolveTenant(row, tenantHeader);
+  // A tenant the key cannot use is refused on every route, so a typo never silently falls back.
+  if (tenantHeader !== undefined && resolved.tenantError) return forbidden(resolved.tenantError);
+  request.principal = {
+    keyId: row.id,
+    organizationId: row.organization_id,
+    role: row.role,
+    isSystem: row.is_system,
+    boundWorkspaceId: row.workspace_id,
+    listenerId: row.listener_id,
+    ...resolved,
+  };
+  if (row.role === "listener" || rules?.listener) {
+    if (row.role !== "listener") return forbidden("This route answers only a listener's own API key.");
+    if (!rules?.listener) {
+      return forbidden(
+        "A listener API key can only read its listener's desired state and report its status.",
+      );
+    }
+    return undefined;
+  }
+  if (rules?.system && !row.is_system) return forbidden("This operation needs a system API key.");
+  const needed: Role = rules?.role ?? (READ_METHODS.has(request.method) ? "viewer" : "member");
+  if (RANK[row.role] < RANK[needed]) {
+    return forbidden(`This operation needs the ${needed} role; this API key is ${row.role}.`);
+  }
+  return undefined;
 }
 
 /** The caller, on a route that is not public. */

@@ -18,10 +18,13 @@ function isJsonContainer(v: unknown): v is object {
   return proto === Object.prototype || proto === null || Object.getPrototypeOf(proto) === null;
 }
 
+/** Any surrogate: most strings have none, and the lone-surrogate pattern is the slower test. */
+const SURROGATE = /[\uD800-\uDFFF]/;
+
 /** Why a string cannot be stored as PostgreSQL text or jsonb, or null. */
 function textProblem(s: string): { msg: string; type: string } | null {
   if (s.includes(NUL)) return { msg: "must not contain NUL (\\u0000) characters", type: "string_nul" };
-  if (LONE_SURROGATE.test(s)) return { msg: "must be valid Unicode text", type: "string_unicode" };
+  if (SURROGATE.test(s) && LONE_SURROGATE.test(s)) return { msg: "must be valid Unicode text", type: "string_unicode" };
   return null;
 }
 
@@ -76,7 +79,7 @@ export function inputProblems(part: string, value: unknown): ValidationItem[] {
  * lone surrogate anywhere in the path, the query or a JSON body is a 422 naming where it is.
  */
 export function registerInputGuards(app: FastifyInstance): void {
-  app.addHook("preValidation", async (request) => {
+  app.addHook("preValidation", (request, _reply, done) => {
     const items = [
       ...inputProblems("path", request.params),
       ...inputProblems("query", request.query),
@@ -84,6 +87,6 @@ export function registerInputGuards(app: FastifyInstance): void {
         ? inputProblems("body", request.body)
         : []),
     ];
-    if (items.length > 0) throw new ValidationFailed(items);
+    done(items.length > 0 ? new ValidationFailed(items) : undefined);
   });
 }

@@ -33,7 +33,7 @@ export function registerMetrics(app: FastifyInstance, db: Database): Registry {
     },
   });
   void pool;
-  app.addHook("onResponse", async (request, reply) => {
+  app.addHook("onResponse", (request, reply, done) => {
     const labels = {
       method: request.method,
       route: request.routeOptions.url ?? "unmatched",
@@ -41,6 +41,7 @@ export function registerMetrics(app: FastifyInstance, db: Database): Registry {
     };
     requests.inc(labels);
     duration.observe(labels, reply.elapsedTime / 1000);
+    done();
   });
   return registry;
 }

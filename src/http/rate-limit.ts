@@ -76,17 +76,20 @@ export function registerRateLimit(app: FastifyInstance, perMinute: number): void
 export function registerAuthFailureLimit(app: FastifyInstance, perMinute: number): void {
   if (perMinute <= 0) return;
   const failures = new FixedWindows();
-  app.addHook("onRequest", async (request) => {
-    if (request.routeOptions.config?.auth?.public || request.routeOptions.url === undefined) return;
-    if (failures.count(request.ip) < perMinute) return;
+  app.addHook("onRequest", (request, _reply, done) => {
+    if (request.routeOptions.config?.auth?.public || request.routeOptions.url === undefined) return done();
+    if (failures.count(request.ip) < perMinute) return done();
     const retry = failures.resetSeconds(request.ip);
-    throw new HttpError(
-      429,
-      `Too many failed authentications from this address (limit ${perMinute} a minute); retry after ${retry} s.`,
-      { "retry-after": String(retry) },
+    done(
+      new HttpError(
+        429,
+        `Too many failed authentications from this address (limit ${perMinute} a minute); retry after ${retry} s.`,
+        { "retry-after": String(retry) },
+      ),
     );
   });
-  app.addHook("onResponse", async (request, reply) => {
+  app.addHook("onResponse", (request, reply, done) => {
     if (reply.statusCode === 401) failures.hit(request.ip);
+    done();
   });
 }

@@ -29,13 +29,15 @@ const CHECK_EVERY_MS = 1000;
  */
 export function registerMinimumBodyRate(app: FastifyInstance, t: Config["timeouts"]): void {
   if (t.minBodyBytesPerSecond <= 0) return;
-  app.addHook("onRequest", async (request) => {
+  app.addHook("onRequest", (request, _reply, done) => {
     const raw = request.raw;
     const socket = raw.socket as Socket | null;
     const hasBody =
       raw.headers["content-length"] !== undefined || raw.headers["transfer-encoding"] !== undefined;
     // Injected requests have no real socket, and a request without a body has nothing to wait for.
-    if (!hasBody || raw.headers["content-length"] === "0" || typeof socket?.bytesRead !== "number") return;
+    if (!hasBody || raw.headers["content-length"] === "0" || typeof socket?.bytesRead !== "number") {
+      return done();
+    }
     const started = Date.now();
     const startBytes = socket.bytesRead;
     const timer = setInterval(() => {
@@ -56,5 +58,6 @@ export function registerMinimumBodyRate(app: FastifyInstance, t: Config["timeout
     }, CHECK_EVERY_MS);
     timer.unref();
     raw.once("close", () => clearInterval(timer));
+    done();
   });
 }

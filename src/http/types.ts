@@ -17,7 +17,16 @@ export type App = FastifyInstance<
  */
 const STORED_JSON = "application/json; charset=utf-8";
 
-/** Sends JSON text as stored; the route's response schema still documents it (OpenAPI, tests). */
-export function sendStored(reply: FastifyReply, json: string): FastifyReply {
-  return reply.type(STORED_JSON).send(json);
+/**
+ * Answers with the JSON text `body` resolves to, as stored; a rejection goes to the error handler.
+ * Handlers using it are not async and return nothing: an async handler would have to return the
+ * reply, and Fastify resolves a returned reply by attaching a stream listener to the response,
+ * which cost a tenth of a cached read. The route's response schema still documents the body
+ * (OpenAPI, tests).
+ */
+export function replyStored(reply: FastifyReply, body: () => Promise<string>): void {
+  body().then(
+    (json) => reply.type(STORED_JSON).send(json),
+    (err: unknown) => reply.send(err instanceof Error ? err : new Error(String(err))),
+  );
 }

@@ -1,7 +1,7 @@
 import { Type } from "@sinclair/typebox";
 import { workspaceOf } from "../../http/auth.ts";
 import { errorResponse } from "../../http/errors.ts";
-import { type App, sendStored } from "../../http/types.ts";
+import { type App, replyStored } from "../../http/types.ts";
 import { createDeployment } from "./create.ts";
 import { deleteDeployment, deleteDeployments } from "./delete.ts";
 import {
@@ -52,21 +52,22 @@ export async function deploymentRoutes(app: App): Promise<void> {
         },
       },
     },
-    async (request, reply) => {
-      const key = checkIdempotencyKey(request.headers["idempotency-key"]);
-      const result = await createDeployment(
-        deps.db,
-        deps.keyring,
-        deps.config,
-        workspaceOf(request),
-        request.body,
-        key,
-      );
-      if (result.replayed) reply.header("idempotent-replayed", "true");
-      return typeof result.body === "string"
-        ? sendStored(reply.code(201), result.body)
-        : reply.code(201).send(result.body);
-    },
+    (request, reply) =>
+      replyStored(reply, async () => {
+        const key = checkIdempotencyKey(request.headers["idempotency-key"]);
+        const result = await createDeployment(
+          deps.db,
+          deps.keyring,
+          deps.config,
+          workspaceOf(request),
+          request.body,
+          key,
+        );
+        if (result.replayed) reply.header("idempotent-replayed", "true");
+        reply.code(201);
+        // A replay is the record as the key kept it: the 201 schema's serializer writes it.
+        return typeof result.body === "string" ? result.body : String(reply.serialize(result.body));
+      }),
   );
 
   app.get(
@@ -79,9 +80,18 @@ export async function deploymentRoutes(app: App): Promise<void> {
         response: { 200: DeploymentList },
       },
     },
-    // The body is assembled by PostgreSQL from the stored records and sent as is (no serializer).
-    async (request, reply) =>
-      sendStored(reply, await listDeployments(deps.db, workspaceOf(request).workspaceId, request.query)),
+    // The body is assembled by PostgreSQL from the stored records and sent as is (no serializer);
+    // kept in the read cache until the workspace changes.
+    (request, reply) =>
+      replyStored(reply, () => {
+        const ws = workspaceOf(request).workspaceId;
+        return app.reads.read(
+          ws,
+          `deployments?${JSON.stringify(request.query)}`,
+          () => listDeployments(deps.db, ws, request.query),
+          (b) => b.length,
+        );
+      }),
   );
 
   app.get(
@@ -94,16 +104,21 @@ export async function deploymentRoutes(app: App): Promise<void> {
         response: { 200: Deployment, 304: Type.Null({ description: "Not modified." }) },
       },
     },
-    async (request, reply) => {
-      const stored = await getDeploymentRecord(
-        deps.db,
-        workspaceOf(request).workspaceId,
-        request.params.deployment_id,
-      );
-      reply.header("etag", stored.etag);
-      if (notModified(request.headers["if-none-match"], stored.etag)) return reply.code(304).send(null);
-      return sendStored(reply, stored.record);
-    },
+    (request, reply) =>
+      replyStored(reply, async () => {
+        const ws = workspaceOf(request).workspaceId;
+        const id = request.params.deployment_id;
+        const stored = await app.reads.read(
+          ws,
+          `deployment/${id}`,
+          () => getDeploymentRecord(deps.db, ws, id),
+          (r) => r.record.length + r.etag.length,
+        );
+        reply.header("etag", stored.etag);
+        // 304 has no body (app.ts empties it).
+        if (notModified(request.headers["if-none-match"], stored.etag)) reply.code(304);
+        return stored.record;
+      }),
   );
 
   app.get(
@@ -145,19 +160,20 @@ export async function deploymentRoutes(app: App): Promise<void> {
         },
       },
     },
-    async (request, reply) => {
-      const result = await patchDeployment(
-        deps.db,
-        deps.keyring,
-        deps.config,
-        workspaceOf(request),
-        request.params.deployment_id,
-        request.body,
-        request.headers["if-match"],
-      );
-      reply.header("etag", result.etag);
-      return sendStored(reply, result.record);
-    },
+    (request, reply) =>
+      replyStored(reply, async () => {
+        const result = await patchDeployment(
+          deps.db,
+          deps.keyring,
+          deps.config,
+          workspaceOf(request),
+          request.params.deployment_id,
+          request.body,
+          request.headers["if-match"],
+        );
+        reply.header("etag", result.etag);
+        return result.record;
+      }),
   );
 
   app.delete(

@@ -1,6 +1,6 @@
 import { workspaceOf } from "../../http/auth.ts";
 import { errorResponse } from "../../http/errors.ts";
-import { type App, sendStored } from "../../http/types.ts";
+import { type App, replyStored } from "../../http/types.ts";
 import { Deployment, DeploymentParams } from "../deployments/schema.ts";
 import { ListRevisionsQuery, Revision, RevisionList, RevisionParams } from "./schema.ts";
 import { getRevision, interruptRevision, listRevisions, redeployRevision } from "./service.ts";
@@ -21,17 +21,19 @@ export async function revisionRoutes(app: App): Promise<void> {
         response: { 200: RevisionList },
       },
     },
-    // Bodies are the stored records (a list assembled by PostgreSQL), sent as they are.
-    async (request, reply) =>
-      sendStored(
-        reply,
-        await listRevisions(
-          deps.db,
-          workspaceOf(request).workspaceId,
-          request.params.deployment_id,
-          request.query,
-        ),
-      ),
+    // Bodies are the stored records (a list assembled by PostgreSQL), sent as they are; kept in the
+    // read cache until the workspace changes.
+    (request, reply) =>
+      replyStored(reply, () => {
+        const ws = workspaceOf(request).workspaceId;
+        const id = request.params.deployment_id;
+        return app.reads.read(
+          ws,
+          `revisions/${id}?${JSON.stringify(request.query)}`,
+          () => listRevisions(deps.db, ws, id, request.query),
+          (b) => b.length,
+        );
+      }),
   );
 
   app.get(
@@ -39,16 +41,17 @@ export async function revisionRoutes(app: App): Promise<void> {
     {
       schema: { tags, summary: "Get a revision", params: RevisionParams, response: { 200: Revision } },
     },
-    async (request, reply) =>
-      sendStored(
-        reply,
-        await getRevision(
-          deps.db,
-          workspaceOf(request).workspaceId,
-          request.params.deployment_id,
-          request.params.revision_id,
-        ),
-      ),
+    (request, reply) =>
+      replyStored(reply, () => {
+        const ws = workspaceOf(request).workspaceId;
+        const { deployment_id: id, revision_id: rev } = request.params;
+        return app.reads.read(
+          ws,
+          `revision/${id}/${rev}`,
+          () => getRevision(deps.db, ws, id, rev),
+          (b) => b.length,
+        );
+      }),
   );
 
   app.post(
@@ -61,10 +64,9 @@ export async function revisionRoutes(app: App): Promise<void> {
         response: { 200: Deployment, 400: errorResponse("The deployment is being deleted.") },
       },
     },
-    async (request, reply) =>
-      sendStored(
-        reply,
-        await redeployRevision(
+    (request, reply) =>
+      replyStored(reply, () =>
+        redeployRevision(
           deps.db,
           deps.keyring,
           workspaceOf(request),
@@ -89,10 +91,9 @@ export async function revisionRoutes(app: App): Promise<void> {
           response: { 200: Revision, 400: errorResponse("The revision has already ended.") },
         },
       },
-      async (request, reply) =>
-        sendStored(
-          reply,
-          await interruptRevision(
+      (request, reply) =>
+        replyStored(reply, () =>
+          interruptRevision(
             deps.db,
             workspaceOf(request),
             request.params.deployment_id,
