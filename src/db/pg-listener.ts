@@ -1,5 +1,8 @@
 import pg from "pg";
 
+/** The `application_name` of the listening connection. */
+export const LISTENER_NAME = "slipway-listen";
+
 /** How long a dead listening connection waits before the next try, doubling up to the cap. */
 const RETRY_FIRST_MS = 100;
 const RETRY_MAX_MS = 5_000;
@@ -59,7 +62,12 @@ export class PgListener {
 
   private async open(): Promise<pg.Client> {
     if (this.closed) throw new Error("database closed");
-    const client = new pg.Client({ connectionString: this.url, keepAlive: true });
+    // Named, so that an operator (and the tests) can tell it from the pool's connections.
+    const client = new pg.Client({
+      connectionString: this.url,
+      keepAlive: true,
+      application_name: LISTENER_NAME,
+    });
     client.on("error", () => this.onLost(client));
     client.on("end", () => this.onLost(client));
     client.on("notification", (msg) => {
