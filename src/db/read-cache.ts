@@ -31,6 +31,8 @@ export class ReadCache {
   private readonly entries = new Map<string, Entry>();
   private readonly buckets = new Map<string, Bucket>();
   private bytes = 0;
+  private hits = 0;
+  private misses = 0;
   private epoch: number | undefined;
   private unlisten: (() => Promise<void>) | undefined;
 
@@ -67,7 +69,11 @@ export class ReadCache {
     }
     const id = `${workspaceId}\n${key}`;
     const hit = this.entries.get(id);
-    if (hit && hit.expires > Date.now()) return hit.value as T;
+    if (hit && hit.expires > Date.now()) {
+      this.hits++;
+      return hit.value as T;
+    }
+    this.misses++;
     if (hit) this.drop(id, hit);
     let bucket = this.buckets.get(workspaceId);
     if (!bucket) {
@@ -108,6 +114,11 @@ export class ReadCache {
   /** What the cache holds (tests and metrics). */
   get size(): { entries: number; bytes: number } {
     return { entries: this.entries.size, bytes: this.bytes };
+  }
+
+  /** Reads answered from memory and from the database since start (reads while off count as neither). */
+  get counts(): { hits: number; misses: number } {
+    return { hits: this.hits, misses: this.misses };
   }
 
   async close(): Promise<void> {

@@ -33,6 +33,34 @@ export function registerMetrics(app: FastifyInstance, db: Database): Registry {
     },
   });
   void pool;
+  // The read cache is decorated after this (app.ts): both are read at scrape time.
+  const cacheSize = new Gauge({
+    name: "slipway_read_cache_size",
+    help: "What the read cache of GET answers holds: entries and bytes.",
+    labelNames: ["what"] as const,
+    registers: [registry],
+    collect() {
+      if (!app.hasDecorator("reads")) return;
+      const { entries, bytes } = app.reads.size;
+      this.set({ what: "entries" }, entries);
+      this.set({ what: "bytes" }, bytes);
+    },
+  });
+  const cacheReads = new Counter({
+    name: "slipway_read_cache_reads_total",
+    help: "Cacheable reads answered from memory (hit) and from the database (miss).",
+    labelNames: ["result"] as const,
+    registers: [registry],
+    collect() {
+      if (!app.hasDecorator("reads")) return;
+      const { hits, misses } = app.reads.counts;
+      this.reset();
+      this.inc({ result: "hit" }, hits);
+      this.inc({ result: "miss" }, misses);
+    },
+  });
+  void cacheSize;
+  void cacheReads;
   app.addHook("onResponse", (request, reply, done) => {
     const labels = {
       method: request.method,

@@ -234,5 +234,10 @@ forEachDatabase("ReadCache", (suite, kind) => {
       },
     );
     assert.ok(!list.body.resources.some((r) => r.id === d.id));
+    // /metrics reports it.
+    const metrics = await ctx.app.inject({ method: "GET", url: "/metrics" });
+    const hits = /slipway_read_cache_reads_total\{result="hit"\} (\d+)/.exec(metrics.body);
+    assert.ok(hits && Number(hits[1]) >= 1, metrics.body);
+    assert.match(metrics.body, /slipway_read_cache_size\{what="entries"\} \d+/);
   });
 });
