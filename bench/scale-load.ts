@@ -3,11 +3,15 @@ import pg from "pg";
 
 /**
  * Loads the scale bench's rows by SQL into a database the migrations made: the secondary indexes
- * and unique constraints of the loaded tables are dropped, every table is filled by set-based
- * INSERT … SELECT FROM generate_series split into ranges run on `jobs` connections at once (the
- * generated record columns are computed per row, so this is CPU-bound), then the indexes are
- * rebuilt (also in parallel), and VACUUM ANALYZE sets statistics and the visibility map (index-only
- * scans of deployment_tags need it). Each step is timed.
+ * (but the partial ones, which no loaded row enters) and unique constraints of the loaded tables
+ * are dropped, and every table is filled by set-based INSERT … SELECT FROM generate_series split
+ * into ranges run on `jobs` connections at once (the generated record columns are computed per
+ * row, so this is CPU-bound). deployments and deployment_tags are loaded first; then VACUUM sets
+ * their hint bits and visibility map (index-only scans need it) before their indexes are rebuilt,
+ * and those builds (much reading and writing, where the inserts mostly compute) run beside the
+ * inserts of revisions and revision_secrets, whose indexes follow; ANALYZE comes last. Each step
+ * is timed (wall clock; the steps do not overlap), and within the overlapped steps the time each
+ * kind of task took is printed.
  */
 
 /**
@@ -76,14 +80,56 @@ function insertsFor(c: Ctx, lo: number, hi: number): Record<string, string> {
   };
 }
 
-/** Runs `work` over a pool of `clients`, each taking the next item when it is free. */
-async function parallel<T>(clients: pg.Client[], items: T[], work: (c: pg.Client, item: T) => Promise<void>) {
-  let next = 0;
+/** A unit of work for one connection; it may start once every task named in `after` has finished. */
+interface Task {
+  name: string;
+  sql: string;
+  after: string[];
+}
+
+/**
+ * Runs `tasks` on the `clients`: each free connection takes the first task (in list order, so the
+ * list is the priority) whose predecessors have finished. Returns each task's seconds.
+ */
+async function schedule(clients: pg.Client[], tasks: Task[]): Promise<Map<string, number>> {
+  const pending = [...tasks];
+  const finished = new Set<string>();
+  const seconds = new Map<string, number>();
+  let wake = () => {};
+  let failed: unknown;
+  const ready = () => pending.findIndex((t) => t.after.every((a) => finished.has(a)));
   await Promise.all(
     clients.map(async (client) => {
-      for (let i = next++; i < items.length; i = next++) await work(client, items[i] as T);
+      while (pending.length > 0 && failed === undefined) {
+        const i = ready();
+        if (i < 0) {
+          // Everything left waits on a running task: sleep until one finishes.
+          await new Promise<void>((resolve) => {
+            const previous = wake;
+            wake = () => {
+              previous();
+              resolve();
+            };
+          });
+          continue;
+        }
+        const [task] = pending.splice(i, 1) as [Task];
+        const t0 = performance.now();
+        try {
+          await client.query(task.sql);
+        } catch (err) {
+          failed ??= err;
+        }
+        seconds.set(task.name, (performance.now() - t0) / 1000);
+        finished.add(task.name);
+        const w = wake;
+        wake = () => {};
+        w();
+      }
     }),
   );
+  if (failed !== undefined) throw failed;
+  return seconds;
 }
 
 export async function loadScale(url: string, c: Ctx, jobs: number): Promise<LoadStep[]> {
@@ -104,6 +150,9 @@ export async function loadScale(url: string, c: Ctx, jobs: number): Promise<Load
       await cl.query(`SET synchronous_commit = off; SET session_replication_role = replica;
                       SET maintenance_work_mem = '256MB'; SET max_parallel_maintenance_workers = 0`);
     }
+    // Partial indexes stay: no loaded row matches their predicates (AWAITING_DELETE, a revision not
+    // yet settled, a listener), so keeping them costs a predicate test per row, and rebuilding them
+    // would cost a pass over their table each.
     const { rows: indexes } = await main.query<{
       tbl: string;
       name: string;
@@ -114,7 +163,10 @@ export async function loadScale(url: string, c: Ctx, jobs: number): Promise<Load
               pg_get_indexdef(i.indexrelid) AS def,
               (SELECT pg_get_constraintdef(c.oid) FROM pg_constraint c WHERE c.conindid = i.indexrelid
                   AND c.conrelid = i.indrelid AND c.contype = 'u') AS con
-         FROM pg_index i WHERE i.indrelid::regclass::text = ANY($1) AND NOT i.indisprimary`,
+         FROM pg_index i WHERE i.indrelid::regclass::text = ANY($1) AND NOT i.indisprimary
+          AND i.indpred IS NULL
+        ORDER BY (SELECT a.amname FROM pg_class r JOIN pg_am a ON a.oid = r.relam
+                   WHERE r.oid = i.indexrelid) = 'gin' DESC, 2`,
       [TABLES],
     );
     await timed(`drop ${indexes.length} secondary indexes`, async () => {
@@ -134,39 +186,86 @@ export async function loadScale(url: string, c: Ctx, jobs: number): Promise<Load
         UNION ALL SELECT ${idSql("team", "i")}, ${idSql("k", "2")}, 'team-' || i FROM generate_series(0, 999) i
         UNION ALL SELECT ${idSql("canary", "0")}, ${idSql("k", "3")}, 'yes';`),
     );
-    // Ranges of 100k rows: enough statements to keep every connection busy to the end.
-    const chunk = 100_000;
+    // Ranges of 50k rows: short enough that the connections finish a step nearly together.
+    const chunk = 50_000;
     const ranges: [number, number][] = [];
     for (let lo = 1; lo <= c.total; lo += chunk) ranges.push([lo, Math.min(c.total, lo + chunk - 1)]);
-    for (const table of TABLES) {
-      await timed(
-        `${table}: INSERT … SELECT generate_series (${ranges.length} ranges, ${jobs} at once)`,
-        () =>
-          parallel(clients, ranges, async (cl, [lo, hi]) => {
-            await cl.query(insertsFor(c, lo, hi)[table] as string);
-          }),
-      );
-    }
-    await timed(`recreate ${indexes.length} indexes (${jobs} at once)`, () =>
-      parallel(clients, indexes, async (cl, ix) => {
-        await cl.query(
-          ix.con === null ? ix.def : `ALTER TABLE ${ix.tbl} ADD CONSTRAINT ${ix.name} ${ix.con}`,
-        );
-      }),
+    const inserts = (table: string): Task[] =>
+      ranges.map(([lo, hi]) => ({
+        name: `${table} ${lo}`,
+        sql: insertsFor(c, lo, hi)[table] as string,
+        after: [],
+      }));
+    const report = (seconds: Map<string, number>) => {
+      const byKind = new Map<string, number>();
+      for (const [name, s] of seconds) {
+        const kind = name.replace(/ \d+$/, "");
+        byKind.set(kind, (byKind.get(kind) ?? 0) + s);
+      }
+      for (const [kind, s] of byKind)
+        console.log(`[scale]     ${kind}: ${s.toFixed(1)} s (summed over tasks)`);
+    };
+    // The tables VACUUM must mark all-visible (index-only scans) are loaded first, alone: VACUUM
+    // marks a row all-visible only once no transaction that began before the row's commit still
+    // runs, so nothing may overlap the end of their loading.
+    const first = ["deployments", "deployment_tags"];
+    await timed(
+      `${first.join(", ")}: INSERT … SELECT generate_series (${ranges.length} ranges each, ${jobs} at once)`,
+      async () => {
+        report(await schedule(clients, first.flatMap(inserts)));
+        // The inserts commit asynchronously, and VACUUM may not set a hint bit, nor so mark a page
+        // all-visible, before the commit record is on disk: one synchronous commit flushes the WAL
+        // (it must write WAL to be synchronous; a logical message is the smallest write, no row).
+        await main.query(`BEGIN; SET LOCAL synchronous_commit = on;
+                          SELECT pg_logical_emit_message(true, 'slipway-scale', 'loaded'); COMMIT`);
+      },
     );
-    // VACUUM where index-only scans matter (the list order's index, the taggings); ANALYZE the rest.
-    const maintenance = [
-      "VACUUM ANALYZE deployments",
-      "VACUUM ANALYZE deployment_tags",
-      "ANALYZE revisions",
-      "ANALYZE revision_secrets",
-      "ANALYZE tag_values",
-      "ANALYZE tag_keys",
+    // Then everything else at once, in this order of priority: VACUUM the first tables before their
+    // index builds (one pass sets hint bits and the visibility map; a build first would dirty every
+    // page for the hint bits and VACUUM would dirty and write it again), their index builds beside
+    // the CPU-bound inserts of the other tables, then those tables' index builds, then ANALYZE
+    // (after the builds, for the expression index's statistics). A unique constraint's index is
+    // built as a plain unique index and attached at the end: ADD CONSTRAINT would hold an exclusive
+    // lock on the table for the whole build and stall its other builds.
+    // The builds go in the order of `indexes`: the GIN (trigram) index first, the longest build, so
+    // that it does not run alone at the end.
+    const buildName = (ix: { name: string }) => `index ${ix.name}`;
+    const builds = (tables: string[], after: (tbl: string) => string[]): Task[] =>
+      indexes
+        .filter((ix) => tables.includes(ix.tbl))
+        .map((ix) => ({
+          name: buildName(ix),
+          sql: ix.def,
+          after: after(ix.tbl),
+        }));
+    const second = ["revisions", "revision_secrets"];
+    const loaded = (tbl: string) => ranges.map(([lo]) => `${tbl} ${lo}`);
+    const builtOn = (tbl: string) => indexes.filter((ix) => ix.tbl === tbl).map(buildName);
+    const attached = (tbl: string) =>
+      indexes.filter((ix) => ix.tbl === tbl && ix.con !== null).map((ix) => `attach ${ix.name}`);
+    const tasks: Task[] = [
+      ...first.map((tbl) => ({ name: `VACUUM ${tbl}`, sql: `VACUUM ${tbl}`, after: [] })),
+      ...builds(first, (tbl) => [`VACUUM ${tbl}`]),
+      ...second.flatMap(inserts),
+      ...builds(second, loaded),
+      ...indexes
+        .filter((ix) => ix.con !== null)
+        .map((ix) => ({
+          name: `attach ${ix.name}`,
+          sql: `ALTER TABLE ${ix.tbl} ADD CONSTRAINT ${ix.name} UNIQUE USING INDEX ${ix.name}`,
+          after: builtOn(ix.tbl),
+        })),
+      ...[...first, ...second].map((tbl) => ({
+        name: `ANALYZE ${tbl}`,
+        sql: `ANALYZE ${tbl}`,
+        after: [...builtOn(tbl), ...attached(tbl)],
+      })),
+      { name: "ANALYZE tag_values", sql: "ANALYZE tag_values", after: [] },
+      { name: "ANALYZE tag_keys", sql: "ANALYZE tag_keys", after: [] },
     ];
-    await timed("VACUUM ANALYZE deployments, deployment_tags; ANALYZE the others", () =>
-      parallel(clients, maintenance, async (cl, statement) => {
-        await cl.query(statement);
-      }),
+    await timed(
+      `VACUUM ${first.join(", ")}, rebuild ${indexes.length} indexes beside ${second.join(", ")}: INSERT … SELECT, ANALYZE (${jobs} at once)`,
+      async () => report(await schedule(clients, tasks)),
     );
   } finally {
     await Promise.all(clients.map((cl) => cl.end()));
