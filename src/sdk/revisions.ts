@@ -90,8 +90,18 @@ export async function waitForRevision(
     while (!isTerminalStatus(rev.status)) {
       const next = await events.next();
       if (next.done) throw opts.signal?.reason ?? new Error("The event stream ended.");
-      if (!concerns(next.value, revisionId)) continue;
+      const announced = announcedStatus(next.value, revisionId);
+      if (announced === undefined) continue;
       rev = await getRevision(client, deploymentId, revisionId);
+      // Behind a load balancer the read may reach a server that has not heard of the change yet
+      // (its read cache catches up within milliseconds); after the last event nothing else would
+      // wake this loop, so a read that lags an announced end is repeated until it shows one.
+      for (let delay = 10; isTerminalStatus(announced) && !isTerminalStatus(rev.status); delay *= 2) {
+        if (delay > STALE_READ_MAX_MS)
+          throw new Error(`Revision ${revisionId} did not show ${announced} when read.`);
+        await sleep(delay, opts.signal);
+        rev = await getRevision(client, deploymentId, revisionId);
+      }
       reported = report(rev, reported, opts);
     }
     return rev;
@@ -102,14 +112,18 @@ export async function waitForRevision(
   }
 }
 
-/** A `revision.status_changed` event of this revision. */
-function concerns(ev: SseEvent, revisionId: string): boolean {
-  if (ev.event !== "revision.status_changed") return false;
+/** How long reads may lag an announced end before the wait gives up (10 ms doubling: about 5 s). */
+const STALE_READ_MAX_MS = 2_560;
+
+/** The status a `revision.status_changed` event of this revision announces; undefined for other events. */
+function announcedStatus(ev: SseEvent, revisionId: string): string | undefined {
+  if (ev.event !== "revision.status_changed") return undefined;
   try {
-    const body = JSON.parse(ev.data) as { data?: { revision_id?: unknown } };
-    return body.data?.revision_id === revisionId;
+    const body = JSON.parse(ev.data) as { data?: { revision_id?: unknown; status?: unknown } };
+    if (body.data?.revision_id !== revisionId) return undefined;
+    return typeof body.data.status === "string" ? body.data.status : "";
   } catch {
-    return false;
+    return undefined;
   }
 }
 

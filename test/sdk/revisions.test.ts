@@ -98,6 +98,48 @@ forEachDatabase("SDK: waiting for a revision on the event stream", (suite) => {
     });
   });
 
+  it("a read that lags the announced end (another server behind a load balancer) is read again", async () => {
+    const ctx = suite.ctx;
+    await withRuntime(ctx, async (runtime) => {
+      const dep = await insertDeployment(ctx);
+      runtime.on("lagging", "build", { kind: "block" });
+      const rev = await queueRevision(ctx, dep, { tag: "lagging" });
+      let staleServed = 0;
+      // The first two reads that would show DEPLOYED show the status before it instead, as a server
+      // whose read cache has not yet heard of the change would.
+      const { calls, fetch } = recordingFetch((url, res) => {
+        if (!url.includes(`/revisions/${rev}`) || staleServed >= 2) return res;
+        const headers = new Headers(res.headers);
+        headers.delete("content-length");
+        const body = new ReadableStream<Uint8Array>({
+          async start(controller) {
+            let text = await res.text();
+            const record = JSON.parse(text) as { status: string; status_history: { status: string }[] };
+            if (record.status === "DEPLOYED") {
+              staleServed++;
+              record.status = "DEPLOYING";
+              record.status_history = record.status_history.slice(0, -1);
+              text = JSON.stringify(record);
+            }
+            controller.enqueue(new TextEncoder().encode(text));
+            controller.close();
+          },
+        });
+        return new Response(body, { status: res.status, headers });
+      });
+      const client = createSlipway({ baseUrl: base, apiKey: ctx.keys.admin, fetch });
+      const waiting = waitForRevision(client, dep, rev, { signal: AbortSignal.timeout(30_000) });
+      await runtime.reached("lagging", "build");
+      const reads = () => calls.filter((c) => c.url.includes(`/revisions/${rev}`)).length;
+      await until("the first read", async () => (reads() >= 1 ? true : undefined));
+      runtime.release("lagging", "build");
+      const done = await waiting;
+      assert.equal(done.status, "DEPLOYED");
+      assert.equal(staleServed, 2, "the lagging reads were served");
+      assert.ok(reads() >= 3, `${reads()} reads`);
+    });
+  });
+
   it("a stream cut mid-way reopens with Last-Event-ID and misses no status", async () => {
     const ctx = suite.ctx;
     // The revision is queued with no reconciler running, so the wait subscribes while it is QUEUED.
