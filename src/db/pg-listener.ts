@@ -76,6 +76,7 @@ export class PgListener {
     try {
       await client.connect();
       for (const channel of this.handlers.keys()) await client.query(`LISTEN ${channel}`);
+      if (this.closed) throw new Error("database closed");
     } catch (err) {
       await client.end().catch(() => {});
       throw err;
