@@ -3,6 +3,7 @@ import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { Database } from "../db/client.ts";
 import { type AuditScope, runWithAuditScope } from "../resources/audit-log/scope.ts";
 import { completeAuditRecord, insertAuditRecord } from "../resources/audit-log/store.ts";
+import { READ_METHODS } from "./types.ts";
 
 /**
  * The audit log of API writes. Two paths, one record:
@@ -19,7 +20,6 @@ import { completeAuditRecord, insertAuditRecord } from "../resources/audit-log/s
  * answered (or null when the route has no single 2xx), never a change without a record.
  */
 
-const READS = new Set(["GET", "HEAD", "OPTIONS"]);
 const scopes = new WeakMap<FastifyRequest, AuditScope>();
 const ends = new WeakMap<FastifyRequest, () => void>();
 
@@ -45,7 +45,7 @@ export function describeRoute(method: string, route: string): { resourceType: st
 function scopeOf(request: FastifyRequest, basePath: string): AuditScope | undefined {
   const p = request.principal;
   const pattern = request.routeOptions.url;
-  if (!p || pattern === undefined || READS.has(request.method)) return undefined;
+  if (!p || pattern === undefined || READ_METHODS.has(request.method)) return undefined;
   let scope = scopes.get(request);
   if (scope) return scope;
   const route = basePath !== "" && pattern.startsWith(basePath) ? pattern.slice(basePath.length) : pattern;

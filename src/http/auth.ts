@@ -7,6 +7,7 @@ import { hashApiKey } from "../resources/api-keys/key-material.ts";
 import { type KeyRow, keyByHash } from "../resources/api-keys/store.ts";
 import { AuthCache } from "./auth-cache.ts";
 import { forbidden, unauthorized } from "./errors.ts";
+import { READ_METHODS } from "./types.ts";
 
 /** Who is calling, resolved once per request by the auth hook. */
 export interface Principal {
@@ -61,7 +62,6 @@ declare module "fastify" {
 
 /** A listener key ranks below every role: it passes only the routes marked `listener`. */
 const RANK: Record<Role, number> = { listener: -1, viewer: 0, member: 1, admin: 2 };
-const READ_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
 
 export function apiKeyOf(request: FastifyRequest): string | undefined {
   const header = request.headers["x-api-key"];
@@ -124,11 +124,11 @@ export async function registerAuth(app: FastifyInstance, db: Database): Promise<
     const keyHash = hashApiKey(key);
     const cacheKey = `${keyHash}|${tenant ?? ""}`;
     const cached = cache.get(cacheKey);
-    if (cached) return done(admit(request, cached, tenantHeader));
+    if (cached) return done(admit(request, rules, cached, tenantHeader));
     keyByHash(db, keyHash, tenant)
       .then((row) => {
         if (row && !row.revoked) cache.set(cacheKey, row.id, row);
-        return admit(request, row, tenantHeader);
+        return admit(request, rules, row, tenantHeader);
       })
       .then(done, done);
   });
@@ -137,10 +137,10 @@ export async function registerAuth(app: FastifyInstance, db: Database): Promise<
 /** Sets the request's principal from its key's row; the error that refuses it, if any. */
 function admit(
   request: FastifyRequest,
+  rules: RouteAuth | undefined,
   row: KeyRow | undefined,
   tenantHeader: string | undefined,
 ): Error | undefined {
-  const rules = request.routeOptions.config?.auth;
   if (!row || row.revoked) return unauthorized("Invalid or revoked API key.");
   const resolved = resolveTenant(row, tenantHeader);
   // A tenant the key cannot use is refused on every route, so a typo never silently falls back.

@@ -24,7 +24,8 @@ const SURROGATE = /[\uD800-\uDFFF]/;
 /** Why a string cannot be stored as PostgreSQL text or jsonb, or null. */
 function textProblem(s: string): { msg: string; type: string } | null {
   if (s.includes(NUL)) return { msg: "must not contain NUL (\\u0000) characters", type: "string_nul" };
-  if (SURROGATE.test(s) && LONE_SURROGATE.test(s)) return { msg: "must be valid Unicode text", type: "string_unicode" };
+  if (SURROGATE.test(s) && LONE_SURROGATE.test(s))
+    return { msg: "must be valid Unicode text", type: "string_unicode" };
   return null;
 }
 

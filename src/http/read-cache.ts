@@ -1,6 +1,7 @@
 import type { FastifyInstance } from "fastify";
 import type { Database } from "../db/client.ts";
 import { ReadCache } from "../db/read-cache.ts";
+import { READ_METHODS } from "./types.ts";
 
 declare module "fastify" {
   interface FastifyInstance {
@@ -8,8 +9,6 @@ declare module "fastify" {
     reads: ReadCache;
   }
 }
-
-const READS = new Set(["GET", "HEAD", "OPTIONS"]);
 
 /**
  * The read cache of this app, and the one rule that keeps a client's own writes visible to its
@@ -22,7 +21,7 @@ export async function registerReadCache(app: FastifyInstance, db: Database, maxB
   await cache.start();
   app.decorate("reads", cache);
   app.addHook("onSend", (request, _reply, payload, done) => {
-    if (!READS.has(request.method)) {
+    if (!READ_METHODS.has(request.method)) {
       const workspaceId = request.principal?.workspaceId;
       if (workspaceId) cache.invalidate(workspaceId);
       else cache.clear();

@@ -11,6 +11,9 @@ export type App = FastifyInstance<
   TypeBoxTypeProvider
 >;
 
+/** Methods that read: viewers may call them, they write no audit record and drop no cached answer. */
+export const READ_METHODS: ReadonlySet<string> = new Set(["GET", "HEAD", "OPTIONS"]);
+
 /**
  * The type of a JSON body sent as stored text (records kept ready to send): given a string with a
  * JSON content type, Fastify sends it as is instead of running the response serializer.
