@@ -100,6 +100,7 @@ export function registerAudit(app: FastifyInstance, db: Database, basePath: stri
     ends.set(request, end);
     reply.raw.once("close", end);
   });
+  // Injected requests (tests, app.inject) may never close a socket: their scope ends here.
   app.addHook("onResponse", (request, _reply, done) => {
     ends.get(request)?.();
     done();
