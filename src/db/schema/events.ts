@@ -18,12 +18,9 @@ export const events = pgTable("events", {
   pk: bigserial("pk", { mode: "number" }).primaryKey(),
   id: uuid("id").notNull().unique(),
   seq: bigint("seq", { mode: "number" }).unique(),
-  organizationId: uuid("organization_id")
-    .notNull()
-    .references(() => organizations.id),
-  workspaceId: uuid("workspace_id")
-    .notNull()
-    .references(() => workspaces.id),
+  // No foreign keys: each check locked the same parent rows on every write (migration 0019).
+  organizationId: uuid("organization_id").notNull(),
+  workspaceId: uuid("workspace_id").notNull(),
   type: text("type").notNull(),
   body: text("body").notNull(),
   createdAt: ts("created_at").notNull().defaultNow(),
@@ -79,9 +76,8 @@ export const webhookAttempts = pgTable("webhook_attempts", {
 export const auditLog = pgTable("audit_log", {
   id: uuid("id").primaryKey(),
   at: ts("at").notNull().defaultNow(),
-  organizationId: uuid("organization_id")
-    .notNull()
-    .references(() => organizations.id),
+  // No foreign key, as on events (migration 0019).
+  organizationId: uuid("organization_id").notNull(),
   workspaceId: uuid("workspace_id"),
   keyId: uuid("key_id"),
   keyDescription: text("key_description").notNull().default(""),

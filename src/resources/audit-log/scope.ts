@@ -80,14 +80,22 @@ export async function recordAuditInTransaction(tx: Executor, resourceId?: string
 /**
  * The statement of `recordAuditInTransaction`, for a caller that folds it into its own write (a
  * data-modifying CTE), or null when there is nothing to record. The scope counts it as written:
- * if the transaction rolls back, the response's hook finds no record and writes one.
+ * if the transaction rolls back, the response's hook finds no record and writes one. With `gate`,
+ * the record is written only when that condition holds (the statement's change happened); a
+ * caller whose statement then wrote nothing says so with `auditNotWritten`.
  */
-export function auditInTransaction(resourceId?: string): SQL | null {
+export function auditInTransaction(resourceId?: string, gate?: SQL): SQL | null {
   const scope = current.getStore();
   if (!scope || scope.recorded) return null;
   if (resourceId !== undefined && scope.resourceId === null) scope.resourceId = resourceId;
   scope.recorded = true;
-  return auditInsert(scope, scope.successStatus);
+  return auditInsert(scope, scope.successStatus, gate);
+}
+
+/** The statement that carried the current request's record wrote nothing: a later one must. */
+export function auditNotWritten(): void {
+  const scope = current.getStore();
+  if (scope) scope.recorded = false;
 }
 
 /**

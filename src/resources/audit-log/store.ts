@@ -15,13 +15,18 @@ export async function insertAuditRecord(
   await exec.execute(auditInsert(s, statusCode));
 }
 
-/** The statement `insertAuditRecord` runs; also a data-modifying CTE's part. */
-export function auditInsert(s: AuditScope, statusCode: number | null): SQL {
+/**
+ * The statement `insertAuditRecord` runs; also a data-modifying CTE's part, which may `gate` it on
+ * a condition (the rest of the statement changed something).
+ */
+export function auditInsert(s: AuditScope, statusCode: number | null, gate?: SQL): SQL {
   return sql`INSERT INTO audit_log (id, organization_id, workspace_id, key_id, key_description, method, route, action,
                                resource_type, resource_id, status_code, request_id)
-        VALUES (${s.id}, ${s.organizationId}, ${s.workspaceId}, ${s.keyId},
-                coalesce((SELECT description FROM api_keys WHERE id = ${s.keyId}), ${s.actor ?? ""}), ${s.method}, ${s.route},
-                ${s.action}, ${s.resourceType}, ${s.resourceId}, ${statusCode}::int, ${s.requestId})
+        SELECT ${s.id}::uuid, ${s.organizationId}::uuid, ${s.workspaceId}::uuid, ${s.keyId}::uuid,
+               coalesce((SELECT description FROM api_keys WHERE id = ${s.keyId}::uuid), ${s.actor ?? ""}),
+               ${s.method}::text, ${s.route}::text, ${s.action}::text, ${s.resourceType}::text,
+               ${s.resourceId}::text, ${statusCode}::int, ${s.requestId}::text
+         WHERE ${gate ?? sql`true`}
         ON CONFLICT (id) DO NOTHING`;
 }
 

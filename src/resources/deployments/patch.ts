@@ -1,3 +1,4 @@
+// Why over 300 lines: one operation, PATCH of a deployment: its rules (planPatch) and its two write paths (unlocked, then under the row lock).
 import { isDeepStrictEqual } from "node:util";
 import type { CodehostConfig } from "../../codehost/drivers.ts";
 import type { Keyring } from "../../crypto/envelope.ts";
@@ -31,16 +32,13 @@ import {
 } from "./source-rules.ts";
 import {
   findDeploymentRecord,
-  type LatestRevision,
   type LockedDeployment,
+  type PatchState,
   readPatchState,
   updateInPlace,
 } from "./store.ts";
 
-interface State {
-  deployment: LockedDeployment;
-  latest: LatestRevision | null;
-}
+type State = PatchState;
 
 async function readState(
   exec: Reader | Transaction,
@@ -219,9 +217,18 @@ export interface PatchResult {
 }
 
 /**
+ * Unlocked attempts before a PATCH takes the row lock: a PATCH reads, plans and writes in one
+ * statement guarded by the row version, and reads again when another write got in between. Only
+ * writes racing on one deployment retry; after this many the lock makes them take turns.
+ */
+const OPTIMISTIC_ATTEMPTS = 3;
+
+/**
  * PATCH /v2/deployments/{id}: in-place SourceConfig changes and, when the body asks for one, a new
- * revision, in one transaction under the deployment's row lock: BEGIN, one read (row, latest
- * revision, its secrets), one write (returning the record; the reconciler's NOTIFY in it), COMMIT.
+ * revision. Two round trips and no lock in the common case: one read (row and its version, latest
+ * revision, its secrets), then one statement that writes only while the row is still that version
+ * (returning the record; the reconciler's NOTIFY in it), which is its own transaction. When other
+ * writes keep changing the deployment, the same plan runs under the row lock in a transaction.
  */
 export async function patchDeployment(
   db: Database,
@@ -234,43 +241,65 @@ export async function patchDeployment(
 ): Promise<PatchResult> {
   const registry = config.listeners.registryUrl !== undefined;
   let verified: Plan["codehostCheck"] = null;
-  if (isSet(body.source_revision_config?.repo_ref)) {
-    // The host check cannot run inside the transaction (it is slow and uses its own connection).
-    const plan = planPatch(await readState(db, caller, id, false), body, registry);
-    if (plan.codehostCheck) {
-      await verifyCodehost(db.orm, config, caller.organizationId, plan.codehostCheck);
-      verified = plan.codehostCheck;
-    }
-  }
-
-  return db.transaction(async (tx) => {
-    const state = await readState(tx, caller, id, true);
+  const attempt = async (exec: Database | Transaction, state: State, ifVersion: string | undefined) => {
     const d = state.deployment;
     if (ifMatch !== undefined) checkIfMatch(ifMatch, d.etag);
     const plan = planPatch(state, body, registry);
     if (plan.codehostCheck && !isDeepStrictEqual(plan.codehostCheck, verified)) {
-      throw new Error("codehost source changed between the check and the write");
+      // The host check cannot run inside the transaction (it is slow and uses its own connection).
+      if (ifVersion === undefined) throw new Error("codehost source changed between the check and the write");
+      await verifyCodehost(db.orm, config, caller.organizationId, plan.codehostCheck);
+      verified = plan.codehostCheck;
     }
-    if (plan.tarballCheck !== null) await verifyUploadedTarball(tx.orm, id, plan.tarballCheck);
-    const now = new Date();
-    d.source_config = plan.sourceConfig;
-    d.image_version = plan.imageVersion;
-    if (plan.revision) {
-      const { sentSecrets, ...content } = plan.revision;
-      const secrets = state.latest
-        ? nextSecrets(keyring, id, state.latest.secrets, sentSecrets)
-        : pendingSecrets(keyring, d, sentSecrets);
-      const written = await insertRevision(tx, d, { ...content, secrets }, now);
-      return { record: written.record, etag: written.etag, revisionId: written.revisionId };
-    }
-    if (plan.inPlaceChanged) {
-      const written = await updateInPlace(tx, id, plan.sourceConfig, plan.imageVersion, now.toISOString());
-      return { ...written, revisionId: null };
-    }
-    const current = await findDeploymentRecord(tx.orm, caller.workspaceId, id);
-    if (!current) throw new Error("deployment vanished under its row lock");
-    return { ...current, revisionId: null };
+    if (plan.tarballCheck !== null) await verifyUploadedTarball(exec.orm, id, plan.tarballCheck);
+    return writePlan(exec, keyring, caller.workspaceId, state, plan, ifVersion);
+  };
+
+  for (let i = 0; i < OPTIMISTIC_ATTEMPTS; i++) {
+    const state = await readState(db, caller, id, false);
+    const written = await attempt(db, state, state.version);
+    if (written) return written;
+  }
+  return db.transaction(async (tx) => {
+    const written = await attempt(tx, await readState(tx, caller, id, true), undefined);
+    if (!written) throw new Error("deployment vanished under its row lock");
+    return written;
   });
+}
+
+/** Writes a plan; undefined when `ifVersion` is given and the deployment is no longer that version. */
+async function writePlan(
+  exec: Database | Transaction,
+  keyring: Keyring,
+  workspaceId: string,
+  state: State,
+  plan: Plan,
+  ifVersion: string | undefined,
+): Promise<PatchResult | undefined> {
+  const d = { ...state.deployment, source_config: plan.sourceConfig, image_version: plan.imageVersion };
+  const now = new Date();
+  if (plan.revision) {
+    const { sentSecrets, ...content } = plan.revision;
+    const secrets = state.latest
+      ? nextSecrets(keyring, d.id, state.latest.secrets, sentSecrets)
+      : pendingSecrets(keyring, d, sentSecrets);
+    const written = await insertRevision(exec, d, { ...content, secrets }, now, ifVersion);
+    return written && { record: written.record, etag: written.etag, revisionId: written.revisionId };
+  }
+  if (plan.inPlaceChanged) {
+    const written = await updateInPlace(
+      exec,
+      d.id,
+      plan.sourceConfig,
+      plan.imageVersion,
+      now.toISOString(),
+      ifVersion,
+    );
+    return written && { ...written, revisionId: null };
+  }
+  const current = await findDeploymentRecord(exec.orm, workspaceId, d.id);
+  if (!current) throw new Error("deployment vanished under its row lock");
+  return { ...current, revisionId: null };
 }
 
 /** Before the first revision: the values given at create, with the sent list applied. */

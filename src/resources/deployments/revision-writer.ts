@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { Keyring } from "../../crypto/envelope.ts";
-import type { Executor, Transaction } from "../../db/client.ts";
+import type { Database, Executor, Transaction } from "../../db/client.ts";
 import { canTransition, type RevisionStatus } from "../../reconciler/states.ts";
 import {
   insertRevisionStatement,
@@ -53,61 +53,90 @@ const SUPERSEDABLE: RevisionStatus[] = (["QUEUED", "AWAITING_BUILD"] as const).f
   canTransition(st, "SKIPPED"),
 );
 
+type Written = StoredRecord & { revisionId: string };
+
 /**
  * Inserts the next revision (QUEUED) of a locked deployment with its secrets, skips the older ones
  * that have not started building, and points the deployment at it — one statement, which also
  * notifies the reconciler (at commit). The deployment's in-place fields are written as `deployment`
  * has them. Returns the new record and the revision's id.
+ *
+ * With `ifVersion` (the row version `deployment` was read at, without a lock), the statement is
+ * its own transaction and writes only while the row is still that version: undefined means
+ * something changed the deployment since, and nothing was written.
  */
 export async function insertRevision(
-  tx: Transaction,
+  exec: Transaction,
   deployment: LockedDeployment,
   content: RevisionContent,
   now: Date,
-): Promise<StoredRecord & { revisionId: string }> {
+): Promise<Written>;
+export async function insertRevision(
+  exec: Database | Transaction,
+  deployment: LockedDeployment,
+  content: RevisionContent,
+  now: Date,
+  ifVersion: string | undefined,
+): Promise<Written | undefined>;
+export async function insertRevision(
+  exec: Database | Transaction,
+  deployment: LockedDeployment,
+  content: RevisionContent,
+  now: Date,
+  ifVersion?: string,
+): Promise<Written | undefined> {
   const id = randomUUID();
   const seq = deployment.revision_count + 1;
   const at = now.toISOString();
   const sourceRevisionConfig = storedRevisionConfig(content.config, content.commitSha);
-  const stored = await commitRevision(tx, {
-    insertRevision: insertRevisionStatement({
-      id,
-      deploymentId: deployment.id,
-      seq,
-      source: content.source,
-      sourceRevisionConfig,
-      resourceSpec: content.resourceSpec,
-      secretReferences: content.secretReferences,
-      buildConfig: {
-        install_command: s(deployment.source_config.install_command),
-        build_command: s(deployment.source_config.build_command),
-      },
-      // A deployment's listener is immutable, so its revisions record it once (runtimeNameOf reads it).
-      listenerId: s(deployment.source_config.listener_id),
-      at,
-    }),
-    insertSecrets:
-      content.secrets.length > 0 ? insertSecretsStatement(id, deployment.id, content.secrets) : null,
-    skipOlder:
-      seq > 1
-        ? revisionStatusStatement(
-            { deploymentId: deployment.id, exceptRevisionId: id },
-            { from: SUPERSEDABLE, to: "SKIPPED", message: `Superseded by revision ${seq}.`, at },
-          )
-        : null,
+  const revision = {
+    id,
     deploymentId: deployment.id,
-    revisionId: id,
     seq,
-    content: {
-      source_revision_config: sourceRevisionConfig,
-      resource_spec: content.resourceSpec,
-      secret_references: content.secretReferences,
-      secrets: content.secrets.map((x) => ({ name: x.name, value: MASK })),
+    source: content.source,
+    sourceRevisionConfig,
+    resourceSpec: content.resourceSpec,
+    secretReferences: content.secretReferences,
+    buildConfig: {
+      install_command: s(deployment.source_config.install_command),
+      build_command: s(deployment.source_config.build_command),
     },
-    sourceConfig: deployment.source_config,
-    imageVersion: deployment.image_version,
+    // A deployment's listener is immutable, so its revisions record it once (runtimeNameOf reads it).
+    listenerId: s(deployment.source_config.listener_id),
     at,
-  });
+  };
+  const secrets = content.secrets;
+  const stored = await commitRevision(
+    exec,
+    {
+      insertRevision: (gate) => insertRevisionStatement(revision, gate),
+      insertSecrets:
+        secrets.length > 0 ? (gate) => insertSecretsStatement(id, deployment.id, secrets, gate) : null,
+      skipOlder:
+        seq > 1
+          ? (gate) =>
+              revisionStatusStatement(
+                { deploymentId: deployment.id, exceptRevisionId: id },
+                { from: SUPERSEDABLE, to: "SKIPPED", message: `Superseded by revision ${seq}.`, at },
+                gate,
+              )
+          : null,
+      deploymentId: deployment.id,
+      revisionId: id,
+      seq,
+      content: {
+        source_revision_config: sourceRevisionConfig,
+        resource_spec: content.resourceSpec,
+        secret_references: content.secretReferences,
+        secrets: content.secrets.map((x) => ({ name: x.name, value: MASK })),
+      },
+      sourceConfig: deployment.source_config,
+      imageVersion: deployment.image_version,
+      at,
+    },
+    ifVersion,
+  );
+  if (!stored) return undefined;
   deployment.revision_count = seq;
   deployment.latest_revision_id = id;
   return { ...stored, revisionId: id };

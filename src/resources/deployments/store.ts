@@ -1,12 +1,19 @@
 // Why over 300 lines: every statement on `deployments` lives here by rule (test/db/sql-ownership.test.ts).
 import { type SQL, sql } from "drizzle-orm";
 import { WORK_CHANNEL } from "../../db/channels.ts";
-import { type Executor, inTransaction, type Reader, rows, type Transaction } from "../../db/client.ts";
+import {
+  type Database,
+  type Executor,
+  inTransaction,
+  type Reader,
+  rows,
+  type Transaction,
+} from "../../db/client.ts";
 import { type EnvelopeColumn, envelopeColumn } from "../../db/envelopes.ts";
 import { deployments } from "../../db/schema/deployments.ts";
 import { likeEscape, sqlList, uuidList } from "../../db/sql.ts";
 import { assertDeploymentTransition, type DeploymentStatus } from "../../reconciler/states.ts";
-import { auditInTransaction } from "../audit-log/scope.ts";
+import { auditInTransaction, auditNotWritten } from "../audit-log/scope.ts";
 import { emit } from "../events/emit.ts";
 import { insertEventsFrom, notifyEvents } from "../events/store.ts";
 import { revisionMoveEvents, type StoredSecret } from "../revisions/store.ts";
@@ -192,6 +199,17 @@ export interface LatestRevision extends Omit<LatestContent, "secrets"> {
   secrets: StoredSecret[];
 }
 
+/** A PATCH's state: the deployment row with its version, the latest revision and its secrets. */
+export interface PatchState {
+  deployment: LockedDeployment;
+  /**
+   * The row version read (its xmin): every change to the row makes a new one, so a write guarded
+   * by it (`ifVersion`) changes nothing when anything changed the deployment since this read.
+   */
+  version: string;
+  latest: LatestRevision | null;
+}
+
 /**
  * A PATCH's one read: the deployment row (locked when `lock`), its latest revision and that
  * revision's secrets, in one statement.
@@ -201,8 +219,8 @@ export async function readPatchState(
   workspaceId: string,
   id: string,
   lock: boolean,
-): Promise<{ deployment: LockedDeployment; latest: LatestRevision | null } | undefined> {
-  const query = sql`SELECT d.id, d.organization_id, d.name, d.source, d.deployment_type, d.source_config,
+): Promise<PatchState | undefined> {
+  const query = sql`SELECT d.xmin::text AS version, d.id, d.organization_id, d.name, d.source, d.deployment_type, d.source_config,
                d.image_version, d.status, d.latest_revision_id, d.revision_count, d.pending_revision,
                d.pending_secrets_enc, slipway_etag(d.record) AS etag,
                CASE WHEN r.id IS NULL THEN NULL ELSE json_build_object(
@@ -213,12 +231,13 @@ export async function readPatchState(
                                         FROM revision_secrets s WHERE s.revision_id = r.id), '[]'::json)) END AS latest
           FROM deployments d LEFT JOIN revisions r ON r.id = d.latest_revision_id
          WHERE d.id = ${id} AND d.workspace_id = ${workspaceId}${lock ? sql` FOR UPDATE OF d` : sql``}`;
-  type Row = LockedDeployment & { latest: Omit<LatestRevision, "secret_names"> | null };
+  type Row = LockedDeployment & { version: string; latest: Omit<LatestRevision, "secret_names"> | null };
   const [row] = await rows<Row>(exec, query);
   if (!row) return undefined;
-  const { latest, ...deployment } = row;
+  const { latest, version, ...deployment } = row;
   return {
     deployment,
+    version,
     latest: latest && { ...latest, secret_names: latest.secrets.map((s) => s.name) },
   };
 }
@@ -261,28 +280,40 @@ export async function insertDeployment(exec: Executor, d: NewDeployment): Promis
   return row;
 }
 
-/** The fields a PATCH changes without a revision; returns the new record. */
+/** Only the row version `ifVersion` (PatchState.version), when given; any row otherwise. */
+const versionIs = (ifVersion: string | undefined) =>
+  ifVersion === undefined ? sql`` : sql` AND xmin = ${ifVersion}::text::xid`;
+
+/**
+ * The fields a PATCH changes without a revision; returns the new record, or undefined when
+ * `ifVersion` is given and the row is no longer that version (nothing was written).
+ */
 export async function updateInPlace(
-  tx: Transaction,
+  exec: Database | Transaction,
   id: string,
   sourceConfig: Record<string, unknown>,
   imageVersion: string | null,
   at: string,
-): Promise<StoredRecord> {
-  const [row] = await tx.query<StoredRecord>(
+  ifVersion?: string,
+): Promise<StoredRecord | undefined> {
+  const [row] = await rows<StoredRecord>(
+    exec,
     sql`UPDATE deployments SET source_config = ${JSON.stringify(sourceConfig)}::jsonb,
                image_version = ${imageVersion}::text, updated_at = ${at}::timestamptz
-         WHERE id = ${id}::uuid RETURNING record, slipway_etag(record) AS etag`,
+         WHERE id = ${id}::uuid${versionIs(ifVersion)} RETURNING record, slipway_etag(record) AS etag`,
   );
-  if (!row) throw new Error("deployment vanished under its row lock");
+  if (!row && ifVersion === undefined) throw new Error("deployment vanished under its row lock");
   return row;
 }
 
-/** A new revision's statements (revisions/store.ts builds them) and what the deployment becomes. */
+/**
+ * A new revision's statements (revisions/store.ts builds them, each writing only while `gate`
+ * holds: the deployment was moved) and what the deployment becomes.
+ */
 export interface RevisionCommit {
-  insertRevision: SQL;
-  insertSecrets: SQL | null;
-  skipOlder: SQL | null;
+  insertRevision: (gate: SQL) => SQL;
+  insertSecrets: ((gate: SQL) => SQL) | null;
+  skipOlder: ((gate: SQL) => SQL | null) | null;
   deploymentId: string;
   revisionId: string;
   seq: number;
@@ -294,44 +325,60 @@ export interface RevisionCommit {
 }
 
 /**
- * Commits a revision in one data-modifying statement: the revision, its secrets, SKIPPED for the
- * older ones not started, the deployment pointed at it (what was pending is spent), the
+ * Commits a revision in one data-modifying statement: the deployment pointed at it (what was
+ * pending is spent), the revision, its secrets, SKIPPED for the older ones not started, the
  * `revision.status_changed` events of the moves (SKIPPED first, then QUEUED) with their webhook
  * deliveries, and the request's audit record, returning the new record; the reconciler and the
  * event stream are notified in the same statement (delivered at commit).
+ *
+ * With `ifVersion`, the deployment moves only while it is that row version, and every other part
+ * writes only when it moved: undefined then means nothing was written (a PATCH reads again). The
+ * statement is then a transaction of its own, with no lock taken before it.
  */
-export async function commitRevision(tx: Transaction, c: RevisionCommit): Promise<StoredRecord> {
-  const parts: SQL[] = [sql`new_revision AS (${c.insertRevision} RETURNING id, status, status_message)`];
-  if (c.insertSecrets) parts.push(sql`new_secrets AS (${c.insertSecrets})`);
-  parts.push(
-    c.skipOlder
-      ? sql`skipped AS (${c.skipOlder})`
-      : sql`skipped AS (SELECT NULL::uuid AS id, NULL::text AS status, NULL::text AS status_message WHERE false)`,
-  );
-  parts.push(sql`moved AS (
+export async function commitRevision(
+  exec: Database | Transaction,
+  c: RevisionCommit,
+  ifVersion?: string,
+): Promise<StoredRecord | undefined> {
+  const moved = sql`EXISTS (SELECT 1 FROM moved)`;
+  const parts: SQL[] = [
+    sql`moved AS (
     UPDATE deployments
        SET source_config = ${JSON.stringify(c.sourceConfig)}::jsonb, image_version = ${c.imageVersion}::text,
            revision_count = ${c.seq}::int, latest_revision_id = ${c.revisionId}::uuid,
            latest_revision_content = ${JSON.stringify(c.content)}::jsonb, updated_at = ${c.at}::timestamptz,
            pending_revision = NULL, pending_secrets_enc = NULL
-     WHERE id = ${c.deploymentId}::uuid
-     RETURNING id, record, slipway_etag(record) AS etag, name, workspace_id, organization_id)`);
+     WHERE id = ${c.deploymentId}::uuid${versionIs(ifVersion)}
+     RETURNING id, record, slipway_etag(record) AS etag, name, workspace_id, organization_id)`,
+    sql`new_revision AS (${c.insertRevision(moved)} RETURNING id, status, status_message)`,
+  ];
+  if (c.insertSecrets) parts.push(sql`new_secrets AS (${c.insertSecrets(moved)})`);
+  const skipOlder = c.skipOlder?.(moved) ?? null;
+  parts.push(
+    skipOlder
+      ? sql`skipped AS (${skipOlder})`
+      : sql`skipped AS (SELECT NULL::uuid AS id, NULL::text AS status, NULL::text AS status_message WHERE false)`,
+  );
   const moves = sql`(SELECT 0 AS ord, id, status, status_message FROM skipped
                      UNION ALL SELECT 1, id, status, status_message FROM new_revision)`;
   parts.push(
     sql`new_events AS (${insertEventsFrom(revisionMoveEvents(moves, sql`moved`), new Date().toISOString())})`,
   );
   parts.push(sql`new_deliveries AS (${deliveriesFor(sql`new_events`)})`);
-  const audit = auditInTransaction();
+  const audit = auditInTransaction(undefined, moved);
   if (audit) parts.push(sql`audit AS (${audit})`);
-  const [row] = await tx.query<StoredRecord>(
+  const [row] = await rows<StoredRecord>(
+    exec,
     sql`WITH ${sql.join(parts, sql`, `)}
         SELECT record, etag, pg_notify(${WORK_CHANNEL}::text, ${c.revisionId}::text) AS work,
                ${notifyEvents(sql`workspace_id::text`)} AS events
           FROM moved`,
   );
-  if (!row) throw new Error("deployment vanished under its row lock");
-  return { record: row.record, etag: row.etag };
+  if (row) return { record: row.record, etag: row.etag };
+  if (ifVersion === undefined) throw new Error("deployment vanished under its row lock");
+  // Nothing was written, the audit record included: the next attempt writes it.
+  if (audit) auditNotWritten();
+  return undefined;
 }
 
 /** The commit a git source resolved to, when that revision is the deployment's latest (its record shows it). */

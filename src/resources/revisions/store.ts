@@ -125,17 +125,18 @@ export interface NewRevision {
 
 /**
  * The statement that inserts a new revision, QUEUED: one part of the data-modifying CTE that
- * commits a revision (deployments/store.ts `commitRevision`).
+ * commits a revision (deployments/store.ts `commitRevision`), which gates it on its other parts.
  */
-export function insertRevisionStatement(r: NewRevision): SQL {
+export function insertRevisionStatement(r: NewRevision, gate: SQL = sql`true`): SQL {
   const history: StatusChange[] = [{ status: "QUEUED", at: r.at }];
   const json = (v: unknown) => (v === null ? null : JSON.stringify(v));
   return sql`INSERT INTO revisions (id, deployment_id, seq, status, source, source_revision_config, resource_spec,
                                secret_references, build_config, listener_id, status_history, created_at, updated_at)
-        VALUES (${r.id}::uuid, ${r.deploymentId}::uuid, ${r.seq}::int, 'QUEUED', ${r.source}::text,
-                ${JSON.stringify(r.sourceRevisionConfig)}::jsonb, ${json(r.resourceSpec)}::jsonb,
-                ${json(r.secretReferences)}::jsonb, ${JSON.stringify(r.buildConfig)}::jsonb, ${r.listenerId}::uuid,
-                ${JSON.stringify(history)}::jsonb, ${r.at}::timestamptz, ${r.at}::timestamptz)`;
+        SELECT ${r.id}::uuid, ${r.deploymentId}::uuid, ${r.seq}::int, 'QUEUED', ${r.source}::text,
+               ${JSON.stringify(r.sourceRevisionConfig)}::jsonb, ${json(r.resourceSpec)}::jsonb,
+               ${json(r.secretReferences)}::jsonb, ${JSON.stringify(r.buildConfig)}::jsonb, ${r.listenerId}::uuid,
+               ${JSON.stringify(history)}::jsonb, ${r.at}::timestamptz, ${r.at}::timestamptz
+         WHERE ${gate}`;
 }
 
 /** Which rows a status write moves: one revision, or the other revisions of a deployment. */
@@ -212,8 +213,27 @@ export async function emitRevisionMoves(exec: Executor, moved: readonly MovedRev
   }
 }
 
-/** The statement `writeRevisionStatus` runs (returning the ids moved); null when no status may move. */
-export function revisionStatusStatement(target: StatusTarget, w: StatusWrite): SQL | null {
+/**
+ * Statuses written into the statement's text, not bound: a prepared statement's generic plan can
+ * then use a partial index whose predicate names them (revisions_supersedable_idx for the skip of
+ * a deployment's older revisions, which otherwise reads every revision the deployment ever had).
+ */
+function statusLiterals(statuses: readonly RevisionStatus[]): SQL {
+  return sql.raw(
+    statuses
+      .map((st) => {
+        if (!/^[A-Z_]+$/.test(st)) throw new Error(`not a revision status: ${st}`);
+        return `'${st}'`;
+      })
+      .join(", "),
+  );
+}
+
+/**
+ * The statement `writeRevisionStatus` runs (returning the ids moved); null when no status may
+ * move. A data-modifying CTE that folds it in may `gate` it on its other parts.
+ */
+export function revisionStatusStatement(target: StatusTarget, w: StatusWrite, gate?: SQL): SQL | null {
   for (const from of w.from) assertTransition(from, w.to);
   if (w.from.length === 0) return null;
   const at = w.at ?? new Date().toISOString();
@@ -225,7 +245,7 @@ export function revisionStatusStatement(target: StatusTarget, w: StatusWrite): S
     w.at === undefined ? sql`updated_at = now()` : sql`updated_at = ${w.at}`,
   ];
   if (w.to === "INTERRUPTED") sets.push(sql`interrupt_requested = true`);
-  const where: SQL[] = [sql`status IN (${sqlList(w.from)})`];
+  const where: SQL[] = [sql`status IN (${statusLiterals(w.from)})`];
   if ("revisionId" in target) where.push(sql`id = ${target.revisionId}`);
   else where.push(sql`deployment_id = ${target.deploymentId}`, sql`id <> ${target.exceptRevisionId}`);
   if (w.lease) {
@@ -233,6 +253,7 @@ export function revisionStatusStatement(target: StatusTarget, w: StatusWrite): S
     if (isTerminal(w.to)) sets.push(sql`lease_owner = NULL`, sql`lease_expires_at = NULL`);
     else sets.push(sql`lease_expires_at = ${fromNow(w.lease.leaseMs)}`);
   }
+  if (gate) where.push(gate);
   return sql`UPDATE revisions SET ${sql.join(sets, sql`, `)} WHERE ${sql.join(where, sql` AND `)}
              RETURNING id, deployment_id, status, status_message`;
 }
@@ -291,11 +312,13 @@ export function insertSecretsStatement(
   revisionId: string,
   deploymentId: string,
   secrets: SealedSecret[],
+  gate: SQL = sql`true`,
 ): SQL {
   return sql`INSERT INTO revision_secrets (revision_id, deployment_id, name, value_enc, position)
       SELECT ${revisionId}::uuid, ${deploymentId}::uuid, s.name, s.value_enc, s.position
         FROM jsonb_to_recordset(${JSON.stringify(secrets.map((s, position) => ({ ...s, position })))}::jsonb)
-             AS s(name text, value_enc text, position int)`;
+             AS s(name text, value_enc text, position int)
+       WHERE ${gate}`;
 }
 
 export function secretRows(exec: Reader, revisionId: string): Promise<StoredSecret[]> {

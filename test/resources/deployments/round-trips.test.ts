@@ -1,3 +1,4 @@
+// Why over 300 lines: the write path of a PATCH statement by statement, including every race with another writer.
 import assert from "node:assert/strict";
 import { it } from "node:test";
 import { sql } from "drizzle-orm";
@@ -15,13 +16,15 @@ import {
 import { forEachDatabase, type TestContext } from "../../helpers/harness.ts";
 
 /**
- * Issue 13: a revision-creating PATCH is at most 4 round trips to PostgreSQL, every statement
- * counted (BEGIN, one read, one write, COMMIT): the write returns the record and carries the
- * reconciler's and the event stream's NOTIFY, the change's `revision.status_changed` events, their
- * webhook deliveries and the request's audit record (with its status code, so nothing follows the
- * response). A kept secret's envelope is copied, not opened and sealed again. Counted by wrapping
- * the driver's `Client.query`, which every statement to the server goes through (pool clients
- * included).
+ * Issue 13: a revision-creating PATCH is 2 round trips to PostgreSQL, every statement counted: one
+ * read (with the row's version), one write guarded by that version, which is its own transaction
+ * and returns the record, carrying the reconciler's and the event stream's NOTIFY, the change's
+ * `revision.status_changed` events, their webhook deliveries and the request's audit record (with
+ * its status code, so nothing follows the response). A write that lost a race to another changes
+ * nothing and the PATCH reads again; after 3 such losses it takes the row lock (BEGIN, locked
+ * read, write, COMMIT). A kept secret's envelope is copied, not opened and sealed again. Counted
+ * by wrapping the driver's `Client.query`, which every statement to the server goes through (pool
+ * clients included).
  */
 
 interface Secret {
@@ -34,14 +37,36 @@ interface Secret {
 type QueryFn = (...args: unknown[]) => unknown;
 const proto = pg.Client.prototype as unknown as { query: QueryFn };
 
-/** Runs `fn`, returning the text of every statement sent to the server meanwhile. */
-async function statementsOf(fn: () => Promise<void>): Promise<string[]> {
+const PATCH_READ = /^SELECT d\.xmin::text AS version/;
+
+/**
+ * Runs `fn`, returning the text of every statement sent to the server meanwhile. `afterRead`, when
+ * given, runs after each of a PATCH's reads has answered and before the PATCH goes on: a change
+ * racing the PATCH's write.
+ */
+async function statementsOf(fn: () => Promise<void>, afterRead?: () => Promise<void>): Promise<string[]> {
   const seen: string[] = [];
   const original = proto.query;
   proto.query = function (this: unknown, ...args: unknown[]) {
     const first = args[0];
-    seen.push(typeof first === "string" ? first : String((first as { text?: string }).text));
-    return original.apply(this, args);
+    const text = typeof first === "string" ? first : String((first as { text?: string }).text);
+    seen.push(text);
+    if (!afterRead || !PATCH_READ.test(text)) return original.apply(this, args);
+    // The pool passes a callback; a client used directly gets a promise.
+    const callback = args.at(-1);
+    if (typeof callback === "function") {
+      const rest = args.slice(0, -1);
+      return original.apply(this, [
+        ...rest,
+        (err: unknown, res: unknown) => {
+          void afterRead().then(() => callback(err, res));
+        },
+      ]);
+    }
+    return (original.apply(this, args) as Promise<unknown>).then(async (r) => {
+      await afterRead();
+      return r;
+    });
   };
   try {
     await fn();
@@ -66,7 +91,7 @@ forEachDatabase("PATCH /v2/deployments/{id}: round trips and secret envelopes", 
   const patch = (id: string, body: unknown) =>
     call<Deployment>(suite.ctx, "PATCH", `/v2/deployments/${id}`, body);
 
-  it("a revision-creating PATCH is at most 4 statements, also with secrets and in-place fields", {
+  it("a revision-creating PATCH is 2 statements, also with secrets and in-place fields", {
     skip: kind === "pglite" ? "PGlite runs in this process: there are no round trips to count" : false,
   }, async () => {
     const d = await createDocker(suite.ctx, { secrets: [{ name: "A", value: "a" }] });
@@ -91,9 +116,9 @@ forEachDatabase("PATCH /v2/deployments/{id}: round trips and secret envelopes", 
       assert.equal(res?.status, 200, JSON.stringify(res?.body));
       assertMatches(deploymentSchema, res?.body);
       const list = statements.map((s) => s.slice(0, 120)).join("\n");
-      assert.ok(statements.length <= 4, `${statements.length} statements:\n${list}`);
-      assert.match(statements[0] ?? "", /^BEGIN/, list);
-      assert.match(statements.at(-1) ?? "", /^COMMIT/, list);
+      assert.equal(statements.length, 2, `${statements.length} statements:\n${list}`);
+      assert.match(statements[0] ?? "", PATCH_READ, list);
+      assert.match(statements[1] ?? "", /^WITH moved AS \(/, list);
       // What the one write recorded: the new revision's QUEUED event and the request's audit record.
       const revisionId = res?.body.latest_revision_id;
       const events = await rows<{ body: string }>(
@@ -121,6 +146,164 @@ forEachDatabase("PATCH /v2/deployments/{id}: round trips and secret envelopes", 
       );
       assert.equal(audit[0]?.status_code, 200);
     }
+  });
+
+  /** What one deployment holds after PATCHes: its revisions (seq order), audit records and QUEUED events. */
+  async function written(id: string) {
+    const db = suite.ctx.db.orm;
+    const revisions = await rows<{ id: string; seq: number; status: string }>(
+      db,
+      sql`SELECT id, seq, status FROM revisions WHERE deployment_id = ${id} ORDER BY seq`,
+    );
+    const audit = await rows<{ status_code: number | null }>(
+      db,
+      sql`SELECT status_code FROM audit_log WHERE resource_id = ${id} AND method = 'PATCH' ORDER BY at`,
+    );
+    const queued = await rows<{ revision_id: string }>(
+      db,
+      sql`SELECT body::json->'data'->>'revision_id' AS revision_id FROM events
+           WHERE type = 'revision.status_changed' AND body::json->'data'->>'deployment_id' = ${id}
+             AND body::json->'data'->>'status' = 'QUEUED' ORDER BY pk`,
+    );
+    const [count] = await rows<{ revision_count: number; latest_revision_id: string }>(
+      db,
+      sql`SELECT revision_count, latest_revision_id FROM deployments WHERE id = ${id}`,
+    );
+    return { revisions, audit, queued, count };
+  }
+
+  const postgresOnly = (kind: string) =>
+    kind === "pglite" ? "PGlite runs in this process: no statement can be slipped between two" : false;
+
+  /** A change by another connection, between a PATCH's read and its write. */
+  async function racer(id: string, times: number) {
+    const client = new pg.Client({ connectionString: suite.ctx.dbUrl });
+    await client.connect();
+    let left = times;
+    return {
+      race: async () => {
+        if (left === 0) return;
+        left--;
+        await client.query("UPDATE deployments SET image_version = $1 WHERE id = $2", [`raced-${left}`, id]);
+      },
+      end: () => client.end(),
+    };
+  }
+
+  const ownStatements = (statements: string[]) =>
+    statements.filter((t) => !t.startsWith("UPDATE deployments SET image_version = $1"));
+
+  it("a write that lost a race changes nothing; the PATCH reads again, keeps the other change and writes once", {
+    skip: postgresOnly(kind),
+  }, async () => {
+    const d = await createDocker(suite.ctx, { secrets: [{ name: "A", value: "a" }] });
+    const r = await racer(d.id, 1);
+    let res: Awaited<ReturnType<typeof patch>> | undefined;
+    const statements = await statementsOf(async () => {
+      res = await patch(d.id, { source_revision_config: { image_uri: "registry.example/app:9" } });
+    }, r.race).finally(() => r.end());
+    assert.equal(res?.status, 200, JSON.stringify(res?.body));
+    const list = ownStatements(statements);
+    assert.equal(list.length, 4, list.join("\n"));
+    assert.match(list[2] ?? "", PATCH_READ);
+    assert.equal(res?.body.image_version, "raced-0", "the racing change is kept");
+    assert.equal(res?.body.source_revision_config?.image_uri, "registry.example/app:9");
+    const after = await written(d.id);
+    assert.deepEqual(
+      after.revisions.map((x) => x.seq),
+      [1, 2],
+    );
+    assert.equal(after.count?.revision_count, 2);
+    assert.equal(after.count?.latest_revision_id, res?.body.latest_revision_id);
+    assert.deepEqual(after.audit, [{ status_code: 200 }], "one audit record, written with the change");
+    assert.deepEqual(after.queued.at(-1), { revision_id: res?.body.latest_revision_id });
+    assert.equal(
+      after.queued.length,
+      2,
+      "the first revision's QUEUED, then this one's: none from the lost write",
+    );
+  });
+
+  it("after 3 lost races the PATCH takes the row lock and writes in a transaction", {
+    skip: postgresOnly(kind),
+  }, async () => {
+    const d = await createDocker(suite.ctx);
+    const r = await racer(d.id, 3);
+    let res: Awaited<ReturnType<typeof patch>> | undefined;
+    const statements = await statementsOf(async () => {
+      res = await patch(d.id, { source_revision_config: { image_uri: "registry.example/app:7" } });
+    }, r.race).finally(() => r.end());
+    assert.equal(res?.status, 200, JSON.stringify(res?.body));
+    const list = ownStatements(statements);
+    assert.equal(list.length, 10, list.join("\n"));
+    assert.match(list[6] ?? "", /^BEGIN/);
+    assert.match(list[7] ?? "", /FOR UPDATE OF d$/);
+    assert.match(list[8] ?? "", /^WITH moved AS \(/);
+    assert.match(list[9] ?? "", /^COMMIT/);
+    const after = await written(d.id);
+    assert.deepEqual(
+      after.revisions.map((x) => x.seq),
+      [1, 2],
+    );
+    assert.deepEqual(after.audit, [{ status_code: 200 }]);
+    assert.equal(res?.body.image_version, "raced-0");
+  });
+
+  it("a lost race checks If-Match again: the racing change makes it 412, and nothing is written", {
+    skip: postgresOnly(kind),
+  }, async () => {
+    const d = await createDocker(suite.ctx);
+    const got = await suite.ctx.app.inject({
+      method: "GET",
+      url: `/v2/deployments/${d.id}`,
+      headers: suite.ctx.headers(suite.ctx.keys.member),
+    });
+    const etag = String(got.headers.etag);
+    const r = await racer(d.id, 1);
+    let res: Awaited<ReturnType<typeof patch>> | undefined;
+    await statementsOf(async () => {
+      res = await call<Deployment>(
+        suite.ctx,
+        "PATCH",
+        `/v2/deployments/${d.id}`,
+        { source_revision_config: { image_uri: "registry.example/app:8" } },
+        { headers: { "if-match": etag } },
+      );
+    }, r.race).finally(() => r.end());
+    assert.equal(res?.status, 412, JSON.stringify(res?.body));
+    const after = await written(d.id);
+    assert.deepEqual(
+      after.revisions.map((x) => x.seq),
+      [1],
+    );
+    assert.deepEqual(after.audit, [{ status_code: 412 }]);
+  });
+
+  it("PATCHes racing on one deployment all land, one revision each, in turn", async () => {
+    const d = await createDocker(suite.ctx);
+    const n = 8;
+    const results = await Promise.all(
+      Array.from({ length: n }, (_, i) =>
+        patch(d.id, { source_revision_config: { image_uri: `registry.example/app:race-${i}` } }),
+      ),
+    );
+    for (const res of results) assert.equal(res.status, 200, JSON.stringify(res.body));
+    const after = await written(d.id);
+    assert.deepEqual(
+      after.revisions.map((x) => x.seq),
+      Array.from({ length: n + 1 }, (_, i) => i + 1),
+    );
+    assert.equal(after.count?.revision_count, n + 1);
+    assert.equal(after.count?.latest_revision_id, after.revisions.at(-1)?.id);
+    // Each answer names the revision its own write made: all different.
+    assert.equal(new Set(results.map((res) => res.body.latest_revision_id)).size, n);
+    assert.deepEqual(
+      after.revisions.map((x) => x.status),
+      [...Array.from({ length: n }, () => "SKIPPED"), "QUEUED"],
+    );
+    assert.equal(after.audit.length, n);
+    assert.ok(after.audit.every((a) => a.status_code === 200));
+    assert.equal(after.queued.length, n + 1);
   });
 
   it("a kept secret's envelope is copied as is; new values are sealed; the record shows both", async () => {
