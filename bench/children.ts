@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { dirname, join } from "node:path";
+import { dirname, isAbsolute, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -10,16 +10,25 @@ export interface Child<T> {
   stop(): Promise<void>;
 }
 
-/** Starts a TypeScript script in its own process and reads the JSON line it prints when ready. */
+/**
+ * Starts a TypeScript script (a name in this folder, or an absolute path with the checkout it
+ * belongs to as `cwd`) in its own process and reads the JSON line it prints when ready.
+ */
 export function startChild<T>(
   script: string,
   env: Record<string, string>,
   stdin?: string,
+  cwd?: string,
 ): Promise<Child<T>> {
-  const proc = spawn(process.execPath, ["--import", "tsx", join(here, script)], {
-    env: { ...process.env, ...env },
-    stdio: ["pipe", "pipe", "inherit"],
-  });
+  const proc = spawn(
+    process.execPath,
+    ["--import", "tsx", isAbsolute(script) ? script : join(here, script)],
+    {
+      cwd,
+      env: { ...process.env, ...env },
+      stdio: ["pipe", "pipe", "inherit"],
+    },
+  );
   if (stdin !== undefined) proc.stdin?.end(stdin);
   else proc.stdin?.end();
   return new Promise((resolve, reject) => {

@@ -15,11 +15,20 @@ import { type LoadResult, load } from "./load.ts";
  * on PostgreSQL with 10k deployments; on PostgreSQL also against the same list and get statements
  * behind bare routes (the database read's own ceiling); then start-up and idle memory, the time from
  * PATCH to DEPLOYED for a minimal app, and the cold start of a min_scale 0 app (scaled to zero →
- * first byte).
+ * first byte). `--scale` and `--side-by-side <checkout>` run the benches of scale.ts and
+ * side-by-side.ts instead.
  */
 if (process.argv.includes("--scale")) {
   const { scaleBench } = await import("./scale.ts");
   await scaleBench();
+  process.exit(0);
+}
+const sideBySideAt = process.argv.indexOf("--side-by-side");
+if (sideBySideAt !== -1) {
+  const other = process.argv[sideBySideAt + 1];
+  if (other === undefined) throw new Error("--side-by-side needs the path of another checkout");
+  const { sideBySide } = await import("./side-by-side.ts");
+  await sideBySide(other);
   process.exit(0);
 }
 
