@@ -46,3 +46,18 @@ export async function load(spec: LoadSpec): Promise<LoadResult> {
     errors: result.errors,
   };
 }
+
+/**
+ * Equal-length runs of one endpoint as one: the mean rate, the median of their p50s, the worst of
+ * their p99s, and every non-2xx answer and error.
+ */
+export function combine(parts: LoadResult[]): LoadResult {
+  const sorted = parts.map((p) => p.p50).sort((a, b) => a - b);
+  return {
+    rps: parts.reduce((sum, p) => sum + p.rps, 0) / Math.max(1, parts.length),
+    p50: sorted[Math.floor(sorted.length / 2)] ?? 0,
+    p99: Math.max(0, ...parts.map((p) => p.p99)),
+    non2xx: parts.reduce((sum, p) => sum + p.non2xx, 0),
+    errors: parts.reduce((sum, p) => sum + p.errors, 0),
+  };
+}

@@ -7,7 +7,7 @@ import { type Child, startChild } from "./children.ts";
 import { coldStarts } from "./cold-start.ts";
 import { deployTimes } from "./deploy-time.ts";
 import { footprint, footprintTable } from "./footprint.ts";
-import { type LoadResult, load } from "./load.ts";
+import { combine, type LoadResult, load } from "./load.ts";
 
 /**
  * `npm run bench`: Slipway against the limit — a bare Fastify route on this machine answering the
@@ -85,6 +85,28 @@ async function sample(info: SlipwayInfo, path: string, method = "GET", body?: st
   return res.text();
 }
 
+const slices = Math.max(1, Number(process.env.BENCH_SLICES ?? 4));
+
+/**
+ * Each of `urls` driven for `seconds` in all, in turns: a 1 s warm-up each, then `slices` slices
+ * of seconds/slices, the order rotated every slice. The machine's speed drifts (other work on the
+ * host); taking turns puts every side through the same drift, so their ratio stays fair.
+ */
+async function interleaved(
+  urls: string[],
+  run: (url: string, seconds: number) => Promise<LoadResult>,
+): Promise<LoadResult[]> {
+  for (const url of urls) await run(url, 1);
+  const parts: LoadResult[][] = urls.map(() => []);
+  for (let slice = 0; slice < slices; slice++) {
+    for (let k = 0; k < urls.length; k++) {
+      const i = (k + slice) % urls.length;
+      parts[i]?.push(await run(urls[i] as string, seconds / slices));
+    }
+  }
+  return parts.map(combine);
+}
+
 async function benchDatabase(label: string, databaseUrl: string): Promise<Row[]> {
   console.log(`\n[${label}] seeding and starting Slipway…`);
   const slipway: Child<SlipwayInfo> = await startChild("slipway-server.ts", { DATABASE_URL: databaseUrl });
@@ -116,19 +138,14 @@ async function benchDatabase(label: string, databaseUrl: string): Promise<Row[]>
   try {
     for (const [op, paths, method, slipwayUrl] of ops) {
       const body = method === "PATCH" ? PATCH_BODY : undefined;
-      const run = (url: string, s: number) =>
-        load({ url, method, headers, paths, body, seconds: s, connections });
-      await run(bare.info.url, 1);
-      const bareResult = await run(bare.info.url, seconds);
-      await run(slipwayUrl, 1);
-      const slipResult = await run(slipwayUrl, seconds);
+      const urls = [bare.info.url, slipwayUrl];
+      if (dbRead && method === "GET" && !op.includes("logging")) urls.push(dbRead.info.url);
+      const [bareResult, slipResult, dbResult] = await interleaved(urls, (url, s) =>
+        load({ url, method, headers, paths, body, seconds: s, connections }),
+      );
+      if (!bareResult || !slipResult) throw new Error(`${op}: no result`);
       if (slipResult.non2xx || slipResult.errors) {
         throw new Error(`${op}: ${slipResult.non2xx} non-2xx and ${slipResult.errors} errors from Slipway`);
-      }
-      let dbResult: LoadResult | undefined;
-      if (dbRead && method === "GET" && !op.includes("logging")) {
-        await run(dbRead.info.url, 1);
-        dbResult = await run(dbRead.info.url, seconds);
       }
       rows.push({ db: label, op, bare: bareResult, slipway: slipResult, dbRead: dbResult });
       console.log(
