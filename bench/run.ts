@@ -1,10 +1,10 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import pg from "pg";
 import { hostSystem, probeBwrap } from "../src/runtimes/local/sandbox.ts";
 import { type Child, startChild } from "./children.ts";
 import { coldStarts } from "./cold-start.ts";
+import { freshDatabase } from "./databases.ts";
 import { deployTimes } from "./deploy-time.ts";
 import { footprint, footprintTable } from "./footprint.ts";
 import { combine, type LoadResult, load } from "./load.ts";
@@ -34,7 +34,6 @@ if (sideBySideAt !== -1) {
 
 const seconds = Number(process.env.BENCH_SECONDS ?? 8);
 const connections = Number(process.env.BENCH_CONNECTIONS ?? 10);
-const pgAdminUrl = process.env.BENCH_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
 
 interface SlipwayInfo {
   url: string;
@@ -57,19 +56,11 @@ interface Row {
 }
 
 async function postgresDatabase(): Promise<string | undefined> {
-  const admin = new pg.Client({ connectionString: pgAdminUrl, connectionTimeoutMillis: 2000 });
   try {
-    await admin.connect();
-    await admin.query("DROP DATABASE IF EXISTS slipway_bench WITH (FORCE)");
-    await admin.query("CREATE DATABASE slipway_bench");
-    const u = new URL(pgAdminUrl);
-    u.pathname = "/slipway_bench";
-    return u.toString();
+    return await freshDatabase("slipway_bench");
   } catch (err) {
     console.warn(`PostgreSQL unavailable (${(err as Error).message}); benchmarking PGlite only.`);
     return undefined;
-  } finally {
-    await admin.end().catch(() => {});
   }
 }
 

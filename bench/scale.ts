@@ -4,7 +4,6 @@ import { loadavg, tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { sql } from "drizzle-orm";
-import pg from "pg";
 import { buildApp } from "../src/app.ts";
 import { bootstrap } from "../src/bootstrap.ts";
 import { loadConfig } from "../src/config.ts";
@@ -14,6 +13,7 @@ import { migrate } from "../src/db/migrate.ts";
 import { listFilter } from "../src/resources/deployments/list.ts";
 import type { ListDeploymentsQuery } from "../src/resources/deployments/schema.ts";
 import { explainDeploymentPage } from "../src/resources/deployments/store.ts";
+import { freshDatabase } from "./databases.ts";
 import { idOf, loadScale } from "./scale-load.ts";
 
 /**
@@ -27,24 +27,12 @@ import { idOf, loadScale } from "./scale-load.ts";
 const total = Number(process.env.SCALE_DEPLOYMENTS ?? 1_000_000);
 const runs = Number(process.env.SCALE_RUNS ?? 100);
 const jobs = Number(process.env.SCALE_LOAD_JOBS ?? 2);
-const adminUrl = process.env.BENCH_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
 const resultsDir = join(dirname(fileURLToPath(import.meta.url)), "results");
 
 const load = () =>
   loadavg()
     .map((l) => l.toFixed(2))
     .join(" ");
-
-async function freshDatabase(): Promise<string> {
-  const admin = new pg.Client({ connectionString: adminUrl });
-  await admin.connect();
-  await admin.query("DROP DATABASE IF EXISTS slipway_scale WITH (FORCE)");
-  await admin.query("CREATE DATABASE slipway_scale");
-  await admin.end();
-  const u = new URL(adminUrl);
-  u.pathname = "/slipway_scale";
-  return u.toString();
-}
 
 const quantile = (sorted: number[], q: number) =>
   sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? Number.NaN;
@@ -84,7 +72,7 @@ function cases(someIds: string[]): Case[] {
 }
 
 export async function scaleBench(): Promise<void> {
-  const url = await freshDatabase();
+  const url = await freshDatabase("slipway_scale");
   const key = `sw_bench_${randomBytes(16).toString("hex")}`;
   const dataDir = mkdtempSync(join(tmpdir(), "slipway-scale-"));
   const config = loadConfig({

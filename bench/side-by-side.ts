@@ -1,7 +1,7 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
-import pg from "pg";
 import { type Child, startChild } from "./children.ts";
+import { dropDatabase, freshDatabase } from "./databases.ts";
 import { load } from "./load.ts";
 
 /**
@@ -19,21 +19,10 @@ interface Server {
   patchIds: string[];
 }
 
-const adminUrl = process.env.BENCH_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
 const seconds = Number(process.env.SIDE_SECONDS ?? 6);
 const rounds = Number(process.env.SIDE_ROUNDS ?? 4);
 const connections = Number(process.env.BENCH_CONNECTIONS ?? 10);
 const BODY = JSON.stringify({ source_revision_config: { image_uri: "registry.example/app:1.0.1" } });
-
-async function admin(statements: string[]): Promise<void> {
-  const client = new pg.Client({ connectionString: adminUrl });
-  await client.connect();
-  try {
-    for (const s of statements) await client.query(s);
-  } finally {
-    await client.end();
-  }
-}
 
 /** CPU milliseconds used so far by the processes `match` picks (user + system, from /proc). */
 function cpuMs(match: (pid: number, cmdline: string) => boolean): number {
@@ -52,12 +41,12 @@ function cpuMs(match: (pid: number, cmdline: string) => boolean): number {
 }
 
 async function start(checkout: string, database: string): Promise<Child<Server>> {
-  await admin([`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`, `CREATE DATABASE ${database}`]);
-  const url = new URL(adminUrl);
-  url.pathname = `/${database}`;
   return startChild<Server>(
     join(checkout, "bench", "slipway-server.ts"),
-    { DATABASE_URL: url.toString(), BENCH_DEPLOYMENTS: process.env.SIDE_DEPLOYMENTS ?? "2000" },
+    {
+      DATABASE_URL: await freshDatabase(database),
+      BENCH_DEPLOYMENTS: process.env.SIDE_DEPLOYMENTS ?? "2000",
+    },
     undefined,
     checkout,
   );
@@ -113,6 +102,6 @@ export async function sideBySide(other: string): Promise<void> {
     );
   } finally {
     for (const server of servers.values()) await server.stop();
-    await admin(sides.map(([label]) => `DROP DATABASE IF EXISTS slipway_side_${label} WITH (FORCE)`));
+    for (const [label] of sides) await dropDatabase(`slipway_side_${label}`);
   }
 }

@@ -96,7 +96,7 @@ for (const kind of DB_KINDS) {
       }
     });
 
-    it("events and audit records of another organization need no row there", async () => {
+    it("events and audit_log have no foreign keys", async () => {
       const [row] = await rows<{ n: number }>(
         db.orm,
         sql`SELECT count(*)::int AS n FROM pg_constraint
