@@ -183,18 +183,16 @@ export async function recordAttempt(
   owner: string,
   r: AttemptResult,
 ): Promise<void> {
-  const moved = await rows<{ id: string }>(
-    exec,
-    sql`UPDATE webhook_deliveries
-           SET status = ${r.outcome.status}, attempts = attempts + 1, updated_at = now(),
-               next_attempt_at = ${r.outcome.status === "pending" ? fromNow(r.outcome.retryInMs) : sql`now()`},
-               lease_owner = NULL, lease_expires_at = NULL
-         WHERE id = ${deliveryId} AND lease_owner = ${owner} RETURNING id`,
-  );
-  if (moved.length === 0) return;
+  // One statement: a reader never sees the delivery's new status and count without the attempt.
   await exec.execute(
-    sql`INSERT INTO webhook_attempts (delivery_id, at, status_code, error, duration_ms)
-        VALUES (${deliveryId}, ${r.at}, ${r.statusCode}, ${r.error}, ${r.durationMs})`,
+    sql`WITH moved AS (
+          UPDATE webhook_deliveries
+             SET status = ${r.outcome.status}, attempts = attempts + 1, updated_at = now(),
+                 next_attempt_at = ${r.outcome.status === "pending" ? fromNow(r.outcome.retryInMs) : sql`now()`},
+                 lease_owner = NULL, lease_expires_at = NULL
+           WHERE id = ${deliveryId} AND lease_owner = ${owner} RETURNING id)
+        INSERT INTO webhook_attempts (delivery_id, at, status_code, error, duration_ms)
+        SELECT id, ${r.at}::timestamptz, ${r.statusCode}::int, ${r.error}::text, ${r.durationMs}::int FROM moved`,
   );
 }
 

@@ -274,6 +274,11 @@ forEachDatabase(
         await until("delivered", async () =>
           flaky.accepted(created.body.secret ?? "").some((e) => e.data.deployment_id === d.id),
         );
+        // The receiver answers before the dispatcher records the answer: wait for the record.
+        await until("the log shows it delivered", async () => {
+          const res = await call<DeliveryBody[]>(ctx, "GET", `/v2/webhooks/${created.body.id}/deliveries`);
+          return res.body[0]?.status === "delivered";
+        });
         const attempts = flaky.received;
         assert.ok(
           attempts.every((r) => r.body === attempts[0]?.body),
