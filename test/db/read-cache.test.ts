@@ -199,6 +199,16 @@ forEachDatabase("ReadCache", (suite, kind) => {
   it("GET answers through the app are cached, and a write through the app is read back at once", async () => {
     const ctx = suite.ctx;
     const d = await createDocker(ctx);
+    // The create's own notification arrives after its response; once a marker sent after it has
+    // come back on the same listening connection, the cache has heard it too and will not drop
+    // the answer cached next.
+    const marker = `caught-up-${d.id}`;
+    let heard = false;
+    const unlisten = await ctx.db.listen(RECORDS_CHANNEL, (payload) => {
+      if (payload === marker) heard = true;
+    });
+    await ctx.db.notify(RECORDS_CHANNEL, marker);
+    await eventually("the notifications before the marker", () => heard, 5_000).finally(unlisten);
     const get = () =>
       call<{ status: string; image_version: string | null }>(ctx, "GET", `/v2/deployments/${d.id}`);
     assert.equal((await get()).status, 200);
