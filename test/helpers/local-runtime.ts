@@ -202,7 +202,7 @@ export function hit(
 export async function waitFor(
   what: string,
   check: () => boolean | Promise<boolean>,
-  timeoutMs = 10_000,
+  timeoutMs = 60_000,
 ): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!(await check())) {

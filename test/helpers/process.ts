@@ -37,7 +37,7 @@ export function runSlipway(args: string[], env: Record<string, string>): Slipway
     proc,
     output: () => out,
     exited,
-    waitFor: (pattern, timeoutMs = 30_000) =>
+    waitFor: (pattern, timeoutMs = 60_000) =>
       new Promise((resolve, reject) => {
         const check = () => {
           const m = out.match(pattern);

@@ -188,7 +188,7 @@ export function makeReconciler(
 export async function until<T>(
   what: string,
   fn: () => Promise<T | undefined | false>,
-  timeoutMs = 15_000,
+  timeoutMs = 60_000,
 ): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {

@@ -55,7 +55,7 @@ export class SseClient {
   }
 
   /** The next event; rejects after `timeoutMs`. */
-  async next(timeoutMs = 15_000): Promise<SseEvent> {
+  async next(timeoutMs = 60_000): Promise<SseEvent> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       const e = this.queue.shift();

@@ -46,7 +46,7 @@ forEachDatabase("reconciler loop", (suite) => {
     assert.equal((await deploymentRow(ctx, dep))?.status, "AWAITING_DATABASE");
     const rev = await queueRevision(ctx, dep, { secrets: { API_TOKEN: "s3cr3t-token-value" } });
     await withReconciler(ctx, runtime, async () => {
-      assert.equal(await waitForRevision(ctx.db, rev, { timeoutMs: 10_000 }), "DEPLOYED");
+      assert.equal(await waitForRevision(ctx.db, rev, { timeoutMs: 60_000 }), "DEPLOYED");
     });
     const row = await revisionRow(ctx, rev);
     assert.deepEqual(
@@ -78,8 +78,8 @@ forEachDatabase("reconciler loop", (suite) => {
     const other = ctx.other;
     const theirs = await queueRevision(ctx, await insertDeployment(ctx, { tenant: other }));
     await withReconciler(ctx, runtime, async () => {
-      assert.equal(await waitForRevision(ctx.db, mine, { timeoutMs: 10_000 }), "DEPLOYED");
-      assert.equal(await waitForRevision(ctx.db, theirs, { timeoutMs: 10_000 }), "DEPLOYED");
+      assert.equal(await waitForRevision(ctx.db, mine, { timeoutMs: 60_000 }), "DEPLOYED");
+      assert.equal(await waitForRevision(ctx.db, theirs, { timeoutMs: 60_000 }), "DEPLOYED");
     });
     assert.equal(runtime.specs.get(mine)?.trusted, true);
     assert.equal(runtime.specs.get(theirs)?.trusted, false);
@@ -238,7 +238,7 @@ forEachDatabase("reconciler loop", (suite) => {
     };
     await withReconciler(ctx, broken, async () => {
       const rev = await queueRevision(ctx, dep, { tag: "broken" });
-      assert.equal(await waitForRevision(ctx.db, rev, { timeoutMs: 20_000 }), "BUILD_FAILED");
+      assert.equal(await waitForRevision(ctx.db, rev, { timeoutMs: 60_000 }), "BUILD_FAILED");
       assert.match(
         (await revisionRow(ctx, rev)).status_message ?? "",
         /gave up after 3 faults: always broken/,
@@ -258,7 +258,7 @@ forEachDatabase("reconciler loop", (suite) => {
     );
     await ctx.db.orm.execute(sql`UPDATE revisions SET status = 'QUEUED' WHERE id = ${rev}`);
     await withReconciler(ctx, runtime, async () => {
-      assert.equal(await waitForRevision(ctx.db, rev, { timeoutMs: 20_000 }), "CREATE_FAILED");
+      assert.equal(await waitForRevision(ctx.db, rev, { timeoutMs: 60_000 }), "CREATE_FAILED");
     });
     assert.match((await revisionRow(ctx, rev)).status_message ?? "", /gave up after 3 faults/);
     assert.equal(runtime.count("prepare", rev), 0);

@@ -74,7 +74,7 @@ forEachDatabase(
       const d = await deploymentTagged(ctx, "hiccup");
       await withReconciler(ctx, runtime, async () => {
         assert.equal(
-          await waitForRevision(ctx.db, d.latest_revision_id as string, { timeoutMs: 20_000 }),
+          await waitForRevision(ctx.db, d.latest_revision_id as string, { timeoutMs: 60_000 }),
           "DEPLOYED",
         );
       });

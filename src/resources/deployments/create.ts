@@ -181,7 +181,7 @@ export async function createDeployment(
         etag: stored.etag,
       };
       stored = await insertRevision(
-        t,
+        { exec: t },
         locked,
         {
           source: body.source,

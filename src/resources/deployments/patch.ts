@@ -36,6 +36,7 @@ import {
   type PatchState,
   readPatchState,
   updateInPlace,
+  type WriteTarget,
 } from "./store.ts";
 
 type State = PatchState;
@@ -241,40 +242,41 @@ export async function patchDeployment(
 ): Promise<PatchResult> {
   const registry = config.listeners.registryUrl !== undefined;
   let verified: Plan["codehostCheck"] = null;
-  const attempt = async (exec: Database | Transaction, state: State, ifVersion: string | undefined) => {
+  const attempt = async (target: WriteTarget, state: State) => {
     const d = state.deployment;
     if (ifMatch !== undefined) checkIfMatch(ifMatch, d.etag);
     const plan = planPatch(state, body, registry);
     if (plan.codehostCheck && !isDeepStrictEqual(plan.codehostCheck, verified)) {
       // The host check cannot run inside the transaction (it is slow and uses its own connection).
-      if (ifVersion === undefined) throw new Error("codehost source changed between the check and the write");
+      if (target.ifVersion === undefined) {
+        throw new Error("codehost source changed between the check and the write");
+      }
       await verifyCodehost(db.orm, config, caller.organizationId, plan.codehostCheck);
       verified = plan.codehostCheck;
     }
-    if (plan.tarballCheck !== null) await verifyUploadedTarball(exec.orm, id, plan.tarballCheck);
-    return writePlan(exec, keyring, caller.workspaceId, state, plan, ifVersion);
+    if (plan.tarballCheck !== null) await verifyUploadedTarball(target.exec.orm, id, plan.tarballCheck);
+    return writePlan(target, keyring, caller.workspaceId, state, plan);
   };
 
   for (let i = 0; i < OPTIMISTIC_ATTEMPTS; i++) {
     const state = await readState(db, caller, id, false);
-    const written = await attempt(db, state, state.version);
+    const written = await attempt({ exec: db, ifVersion: state.version }, state);
     if (written) return written;
   }
   return db.transaction(async (tx) => {
-    const written = await attempt(tx, await readState(tx, caller, id, true), undefined);
+    const written = await attempt({ exec: tx }, await readState(tx, caller, id, true));
     if (!written) throw new Error("deployment vanished under its row lock");
     return written;
   });
 }
 
-/** Writes a plan; undefined when `ifVersion` is given and the deployment is no longer that version. */
+/** Writes a plan; undefined when the target's version is given and the deployment is no longer it. */
 async function writePlan(
-  exec: Database | Transaction,
+  target: WriteTarget,
   keyring: Keyring,
   workspaceId: string,
   state: State,
   plan: Plan,
-  ifVersion: string | undefined,
 ): Promise<PatchResult | undefined> {
   const d = { ...state.deployment, source_config: plan.sourceConfig, image_version: plan.imageVersion };
   const now = new Date();
@@ -283,21 +285,20 @@ async function writePlan(
     const secrets = state.latest
       ? nextSecrets(keyring, d.id, state.latest.secrets, sentSecrets)
       : pendingSecrets(keyring, d, sentSecrets);
-    const written = await insertRevision(exec, d, { ...content, secrets }, now, ifVersion);
+    const written = await insertRevision(target, d, { ...content, secrets }, now);
     return written && { record: written.record, etag: written.etag, revisionId: written.revisionId };
   }
   if (plan.inPlaceChanged) {
     const written = await updateInPlace(
-      exec,
+      target,
       d.id,
       plan.sourceConfig,
       plan.imageVersion,
       now.toISOString(),
-      ifVersion,
     );
     return written && { ...written, revisionId: null };
   }
-  const current = await findDeploymentRecord(exec.orm, workspaceId, d.id);
+  const current = await findDeploymentRecord(target.exec.orm, workspaceId, d.id);
   if (!current) throw new Error("deployment vanished under its row lock");
   return { ...current, revisionId: null };
 }

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { Keyring } from "../../crypto/envelope.ts";
-import type { Database, Executor, Transaction } from "../../db/client.ts";
+import type { Executor, Transaction } from "../../db/client.ts";
 import { canTransition, type RevisionStatus } from "../../reconciler/states.ts";
 import {
   insertRevisionStatement,
@@ -14,7 +14,7 @@ import { storedRevisionConfig } from "./record.ts";
 import { type RevisionValues, revisionValuesOf } from "./rules.ts";
 import { MASK, type SecretReference, type Source } from "./schema.ts";
 import { nextSecrets } from "./secrets.ts";
-import { commitRevision, type LockedDeployment, type StoredRecord } from "./store.ts";
+import { commitRevision, type LockedDeployment, type StoredRecord, type WriteTarget } from "./store.ts";
 
 /** What a new revision starts from: a revision's source, config, spec, references and secrets. */
 export interface RevisionContent {
@@ -61,29 +61,27 @@ type Written = StoredRecord & { revisionId: string };
  * notifies the reconciler (at commit). The deployment's in-place fields are written as `deployment`
  * has them. Returns the new record and the revision's id.
  *
- * With `ifVersion` (the row version `deployment` was read at, without a lock), the statement is
- * its own transaction and writes only while the row is still that version: undefined means
- * something changed the deployment since, and nothing was written.
+ * On a WriteTarget with a version (the row version `deployment` was read at, without a lock), the
+ * statement is its own transaction and writes only while the row is still that version: undefined
+ * means something changed the deployment since, and nothing was written.
  */
 export async function insertRevision(
-  exec: Transaction,
+  target: { exec: Transaction; ifVersion?: undefined },
   deployment: LockedDeployment,
   content: RevisionContent,
   now: Date,
 ): Promise<Written>;
 export async function insertRevision(
-  exec: Database | Transaction,
+  target: WriteTarget,
   deployment: LockedDeployment,
   content: RevisionContent,
   now: Date,
-  ifVersion: string | undefined,
 ): Promise<Written | undefined>;
 export async function insertRevision(
-  exec: Database | Transaction,
+  target: WriteTarget,
   deployment: LockedDeployment,
   content: RevisionContent,
   now: Date,
-  ifVersion?: string,
 ): Promise<Written | undefined> {
   const id = randomUUID();
   const seq = deployment.revision_count + 1;
@@ -106,36 +104,32 @@ export async function insertRevision(
     at,
   };
   const secrets = content.secrets;
-  const stored = await commitRevision(
-    exec,
-    {
-      insertRevision: (gate) => insertRevisionStatement(revision, gate),
-      insertSecrets:
-        secrets.length > 0 ? (gate) => insertSecretsStatement(id, deployment.id, secrets, gate) : null,
-      skipOlder:
-        seq > 1
-          ? (gate) =>
-              revisionStatusStatement(
-                { deploymentId: deployment.id, exceptRevisionId: id },
-                { from: SUPERSEDABLE, to: "SKIPPED", message: `Superseded by revision ${seq}.`, at },
-                gate,
-              )
-          : null,
-      deploymentId: deployment.id,
-      revisionId: id,
-      seq,
-      content: {
-        source_revision_config: sourceRevisionConfig,
-        resource_spec: content.resourceSpec,
-        secret_references: content.secretReferences,
-        secrets: content.secrets.map((x) => ({ name: x.name, value: MASK })),
-      },
-      sourceConfig: deployment.source_config,
-      imageVersion: deployment.image_version,
-      at,
+  const stored = await commitRevision(target, {
+    insertRevision: (gate) => insertRevisionStatement(revision, gate),
+    insertSecrets:
+      secrets.length > 0 ? (gate) => insertSecretsStatement(id, deployment.id, secrets, gate) : null,
+    skipOlder:
+      seq > 1
+        ? (gate) =>
+            revisionStatusStatement(
+              { deploymentId: deployment.id, exceptRevisionId: id },
+              { from: SUPERSEDABLE, to: "SKIPPED", message: `Superseded by revision ${seq}.`, at },
+              gate,
+            )
+        : null,
+    deploymentId: deployment.id,
+    revisionId: id,
+    seq,
+    content: {
+      source_revision_config: sourceRevisionConfig,
+      resource_spec: content.resourceSpec,
+      secret_references: content.secretReferences,
+      secrets: content.secrets.map((x) => ({ name: x.name, value: MASK })),
     },
-    ifVersion,
-  );
+    sourceConfig: deployment.source_config,
+    imageVersion: deployment.image_version,
+    at,
+  });
   if (!stored) return undefined;
   deployment.revision_count = seq;
   deployment.latest_revision_id = id;

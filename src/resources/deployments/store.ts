@@ -280,7 +280,16 @@ export async function insertDeployment(exec: Executor, d: NewDeployment): Promis
   return row;
 }
 
-/** Only the row version `ifVersion` (PatchState.version), when given; any row otherwise. */
+/**
+ * Where a deployment write runs. With `ifVersion` (PatchState.version) it writes only while the row
+ * is still that version, so it may run on the pool as a statement of its own; without one it must
+ * run in a transaction that holds the row lock, which the type requires.
+ */
+export type WriteTarget =
+  | { exec: Database | Transaction; ifVersion: string }
+  | { exec: Transaction; ifVersion?: undefined };
+
+/** Only the row version `ifVersion`, when given; any row otherwise (the caller holds its lock). */
 const versionIs = (ifVersion: string | undefined) =>
   ifVersion === undefined ? sql`` : sql` AND xmin = ${ifVersion}::text::xid`;
 
@@ -289,12 +298,11 @@ const versionIs = (ifVersion: string | undefined) =>
  * `ifVersion` is given and the row is no longer that version (nothing was written).
  */
 export async function updateInPlace(
-  exec: Database | Transaction,
+  { exec, ifVersion }: WriteTarget,
   id: string,
   sourceConfig: Record<string, unknown>,
   imageVersion: string | null,
   at: string,
-  ifVersion?: string,
 ): Promise<StoredRecord | undefined> {
   const [row] = await rows<StoredRecord>(
     exec,
@@ -336,9 +344,8 @@ export interface RevisionCommit {
  * statement is then a transaction of its own, with no lock taken before it.
  */
 export async function commitRevision(
-  exec: Database | Transaction,
+  { exec, ifVersion }: WriteTarget,
   c: RevisionCommit,
-  ifVersion?: string,
 ): Promise<StoredRecord | undefined> {
   const moved = sql`EXISTS (SELECT 1 FROM moved)`;
   const parts: SQL[] = [

@@ -105,7 +105,7 @@ export async function pushRevision(
     return { skipped: "The deployment no longer builds this branch." };
   }
   if (content.commitSha === push.after) return { skipped: "The latest revision is already at this commit." };
-  const made = await insertRevision(tx, d, { ...content, commitSha: push.after }, new Date());
+  const made = await insertRevision({ exec: tx }, d, { ...content, commitSha: push.after }, new Date());
   return { revisionId: made.revisionId };
 }
 

@@ -68,7 +68,7 @@ export async function redeployRevision(
     const content = await readRevisionContent(tx.orm, keyring, deploymentId, revisionId);
     if (!content) throw notFound("Revision not found.");
     if (d.status === "AWAITING_DELETE") throw badRequest("The deployment is being deleted.");
-    return (await insertRevision(tx, d, content, new Date())).record;
+    return (await insertRevision({ exec: tx }, d, content, new Date())).record;
   });
 }
 

@@ -421,7 +421,7 @@ forEachDatabase("log search (POST /v1/projects/…/deploy_logs, build_logs)", (s
     const reconciler = makeReconciler(ctx, new ScriptedRuntime());
     await reconciler.start();
     try {
-      assert.equal(await waitForRevision(ctx.db, r, { timeoutMs: 10_000 }), "DEPLOYED");
+      assert.equal(await waitForRevision(ctx.db, r, { timeoutMs: 60_000 }), "DEPLOYED");
     } finally {
       await reconciler.stop();
     }

@@ -157,7 +157,7 @@ describe("local runtime: containers", () => {
     })();
     const deploy = phase();
     const activation = await rt.activate(second, deploy);
-    await waitFor("a few answers from v2", () => seen.length >= 2, 5000);
+    await waitFor("a few answers from v2", () => seen.length >= 2, 30_000);
     done = true;
     await loop;
     assert.deepEqual(failures, []);
