@@ -150,7 +150,7 @@ forEachDatabase(
       try {
         const res = await bulk(ctx, `deployment_ids=${a.id},${b.id}`);
         assert.equal(res.status, 200, JSON.stringify(res.body));
-        for (let i = 0; i < 50 && !(payloads.includes(a.id) && payloads.includes(b.id)); i++) {
+        for (let i = 0; i < 500 && !(payloads.includes(a.id) && payloads.includes(b.id)); i++) {
           await new Promise((r) => setTimeout(r, 20));
         }
         assert.ok(payloads.includes(a.id) && payloads.includes(b.id), "the reconciler is told");

@@ -159,7 +159,7 @@ forEachDatabase(
       try {
         const res = await call(ctx, "DELETE", `/v2/deployments/${d.id}`);
         assert.equal(res.status, 204);
-        for (let i = 0; i < 50 && !payloads.includes(d.id); i++) await new Promise((r) => setTimeout(r, 20));
+        for (let i = 0; i < 500 && !payloads.includes(d.id); i++) await new Promise((r) => setTimeout(r, 20));
         assert.ok(payloads.includes(d.id), "the reconciler is told");
       } finally {
         await stop();

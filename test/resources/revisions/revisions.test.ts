@@ -281,7 +281,7 @@ forEachDatabase("revisions", (suite) => {
       const rid = redeployed.body.latest_revision_id as string;
       await call(ctx, "POST", `/v2/deployments/${fresh.id}/revisions/${rid}/interrupt`);
       const expected = [fresh.latest_revision_id, patched.body.latest_revision_id, rid, rid];
-      for (let i = 0; i < 50 && payloads.length < expected.length; i++) {
+      for (let i = 0; i < 500 && payloads.length < expected.length; i++) {
         await new Promise((r) => setTimeout(r, 20));
       }
       assert.deepEqual(payloads, expected);

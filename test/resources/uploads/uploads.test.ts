@@ -474,7 +474,7 @@ forEachDatabase(
       async function* body() {
         yield tarball.subarray(0, CHUNK_BYTES + 100);
         // The first chunk is stored by now; the deployment goes away before the rest arrives.
-        for (let i = 0; i < 50 && (await chunkCount(ctx, url.source_tarball_path)) === 0; i++) {
+        for (let i = 0; i < 500 && (await chunkCount(ctx, url.source_tarball_path)) === 0; i++) {
           await new Promise((r) => setTimeout(r, 20));
         }
         await ctx.db.orm.delete(deployments).where(eq(deployments.id, id));
