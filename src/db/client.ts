@@ -164,6 +164,7 @@ function openPostgres(url: string, poolSize: number): Database {
   pool.on("error", () => {});
   const orm = drizzlePg({ client: pool, schema }) as unknown as Orm;
   const listener = new PgListener(url);
+  let ended = false;
   return {
     kind: "postgres",
     orm,
@@ -232,6 +233,9 @@ function openPostgres(url: string, poolSize: number): Database {
     },
     stats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
     close: async () => {
+      // Once: pg's Pool refuses a second end(), and an owner may close what a test closed first.
+      if (ended) return;
+      ended = true;
       await listener.close();
       await pool.end();
     },

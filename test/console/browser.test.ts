@@ -1,4 +1,6 @@
 import assert from "node:assert/strict";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, it } from "node:test";
 import { type Browser, chromium, type Page } from "playwright-core";
@@ -21,6 +23,15 @@ async function signIn(page: Page, base: string, key: string): Promise<void> {
   await page.click('button:has-text("Sign in")');
   await page.waitForSelector("h2:has-text('Deployments')");
 }
+
+// The README's screenshots are taken here; they replace the ones in docs/ only when asked
+// (SLIPWAY_UPDATE_SCREENSHOTS=1), so that a test run leaves the checkout as it was.
+const SHOTS = process.env.SLIPWAY_UPDATE_SCREENSHOTS
+  ? join(REPO_ROOT, "docs")
+  : mkdtempSync(join(tmpdir(), "slipway-console-shots-"));
+after(() => {
+  if (!process.env.SLIPWAY_UPDATE_SCREENSHOTS) rmSync(SHOTS, { recursive: true, force: true });
+});
 
 forEachDatabase(
   "the console in Chromium",
@@ -64,7 +75,7 @@ forEachDatabase(
       assert.ok(url);
       assert.equal((await appGet(url)).status, 200);
       if (kind === "pglite")
-        await page.screenshot({ path: join(REPO_ROOT, "docs", "console-deployment.png"), fullPage: true });
+        await page.screenshot({ path: join(SHOTS, "console-deployment.png"), fullPage: true });
     });
 
     it("edits a secret (a new revision) and rolls back to the first revision", async () => {
@@ -131,8 +142,7 @@ forEachDatabase(
     it("signs out (the key leaves session storage); a viewer sees no write buttons", async () => {
       await page.goto(`${base}/console/#/deployments`);
       await page.waitForSelector("h2:has-text('Deployments')");
-      if (kind === "pglite")
-        await page.screenshot({ path: join(REPO_ROOT, "docs", "console-deployments.png") });
+      if (kind === "pglite") await page.screenshot({ path: join(SHOTS, "console-deployments.png") });
       await page.click("button:has-text('Sign out')");
       await page.waitForSelector('input[name="api-key"]');
       assert.equal(await page.evaluate(() => sessionStorage.length), 0);

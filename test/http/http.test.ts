@@ -181,11 +181,15 @@ forEachDatabase("HTTP conventions", (suite) => {
 
   it("/ok is 503 when the database is unreachable", async () => {
     const ctx = await createTestContext(suite.ctx.kind);
-    await ctx.db.close();
-    const res = await ctx.app.inject({ method: "GET", url: "/ok" });
-    assert.equal(res.statusCode, 503);
-    assert.equal(res.json().detail, "Database is unreachable.");
-    await ctx.app.close();
+    try {
+      await ctx.db.close();
+      const res = await ctx.app.inject({ method: "GET", url: "/ok" });
+      assert.equal(res.statusCode, 503);
+      assert.equal(res.json().detail, "Database is unreachable.");
+    } finally {
+      // Closes the app and drops the test's database (closing the connections again is a no-op).
+      await ctx.close();
+    }
   });
 });
 

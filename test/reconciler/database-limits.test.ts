@@ -40,6 +40,15 @@ async function storageEvents(ctx: TestContext, dep: string) {
     .filter((e) => e.data.deployment_id === dep);
 }
 
+/**
+ * Drops a test's deployment and its database. The row goes too: the next test's reconciler would
+ * otherwise activate that DEPLOYED revision again and make its database anew, after this test.
+ */
+async function forget(ctx: TestContext, dep: string): Promise<void> {
+  await ctx.db.orm.execute(sql`DELETE FROM deployments WHERE id = ${dep}`);
+  await new AppDatabases(TEST_DATABASE_URL, ctx.keyring).drop(dep);
+}
+
 const connLimit = async (name: string) =>
   (await adminQuery<{ l: number }>("SELECT rolconnlimit AS l FROM pg_roles WHERE rolname = $1", [name]))[0]
     ?.l;
@@ -79,7 +88,7 @@ forEachDatabase(
       } finally {
         await Promise.all(open.map((c) => c.end().catch(() => {})));
         await r.stop();
-        await new AppDatabases(TEST_DATABASE_URL, ctx.keyring).drop(dep);
+        await forget(ctx, dep);
       }
     });
 
@@ -136,7 +145,7 @@ forEachDatabase(
         );
       } finally {
         await r.stop();
-        await new AppDatabases(TEST_DATABASE_URL, ctx.keyring).drop(dep);
+        await forget(ctx, dep);
       }
     });
   },
