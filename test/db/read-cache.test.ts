@@ -46,7 +46,7 @@ forEachDatabase("ReadCache", (suite, kind) => {
       await cache.read(WS_A, "k", l.load, len);
       await cache.read(WS_B, "k", l.load, len);
       await suite.ctx.db.notify(RECORDS_CHANNEL, WS_A);
-      await eventually("the notification", () => cache.size.entries === 1, 5_000);
+      await eventually("the notification", () => cache.size.entries === 1);
       assert.equal(await cache.read(WS_B, "k", l.load, len), "v#2", "B is still cached");
       assert.equal(await cache.read(WS_A, "k", l.load, len), "v#3", "A is read again");
     } finally {
@@ -120,7 +120,7 @@ forEachDatabase("ReadCache", (suite, kind) => {
     const heard: string[] = [];
     const unlisten = await db.listen(RECORDS_CHANNEL, (ws) => heard.push(ws));
     const settle = async (what: string, expected: number) =>
-      eventually(what, () => heard.length >= expected, 5_000).then(() => heard.splice(0));
+      eventually(what, () => heard.length >= expected).then(() => heard.splice(0));
     try {
       const d = await createDocker(suite.ctx);
       assert.deepEqual([...new Set(await settle("create", 1))], [workspaceId]);
@@ -176,19 +176,19 @@ forEachDatabase("ReadCache", (suite, kind) => {
             WHERE datname = current_database() AND application_name = $1`,
           [LISTENER_NAME],
         );
-        await eventually("the loss to be seen", () => db.listenEpoch() !== before, 5_000);
+        await eventually("the loss to be seen", () => db.listenEpoch() !== before);
         if (db.listenEpoch() === undefined) {
           // While it is down, every read goes to the database and nothing is kept.
           assert.equal(await cache.read(WS_A, "k", l.load, len), "v#2");
         }
-        await eventually("the reconnect", () => db.listenEpoch() !== undefined, 10_000);
+        await eventually("the reconnect", () => db.listenEpoch() !== undefined);
         assert.notEqual(db.listenEpoch(), before);
         const fresh = await cache.read(WS_A, "k", l.load, len);
         assert.notEqual(fresh, "v#1", "what was cached before the loss is dropped");
         assert.equal(await cache.read(WS_A, "k", l.load, len), fresh, "and caching resumes");
         // Notifications arrive again on the new connection.
         await db.notify(RECORDS_CHANNEL, WS_A);
-        await eventually("the notification after reconnecting", () => cache.size.entries === 0, 5_000);
+        await eventually("the notification after reconnecting", () => cache.size.entries === 0);
       } finally {
         await admin.end();
         await cache.close();
@@ -208,7 +208,7 @@ forEachDatabase("ReadCache", (suite, kind) => {
       if (payload === marker) heard = true;
     });
     await ctx.db.notify(RECORDS_CHANNEL, marker);
-    await eventually("the notifications before the marker", () => heard, 5_000).finally(unlisten);
+    await eventually("the notifications before the marker", () => heard).finally(unlisten);
     const get = () =>
       call<{ status: string; image_version: string | null }>(ctx, "GET", `/v2/deployments/${d.id}`);
     assert.equal((await get()).status, 200);
@@ -229,7 +229,6 @@ forEachDatabase("ReadCache", (suite, kind) => {
     await eventually(
       "the change made elsewhere",
       async () => (await get()).body.image_version === "elsewhere",
-      5_000,
     );
     // The cache is per workspace: another workspace's key does not see it.
     const other = await call(ctx, "GET", `/v2/deployments/${d.id}`, undefined, { key: ctx.other.admin });

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { Keyring } from "../../crypto/envelope.ts";
-import type { Executor, Transaction } from "../../db/client.ts";
+import type { Executor } from "../../db/client.ts";
 import { canTransition, type RevisionStatus } from "../../reconciler/states.ts";
 import {
   insertRevisionStatement,
@@ -14,7 +14,13 @@ import { storedRevisionConfig } from "./record.ts";
 import { type RevisionValues, revisionValuesOf } from "./rules.ts";
 import { MASK, type SecretReference, type Source } from "./schema.ts";
 import { nextSecrets } from "./secrets.ts";
-import { commitRevision, type LockedDeployment, type StoredRecord, type WriteTarget } from "./store.ts";
+import {
+  commitRevision,
+  type LockedDeployment,
+  type LockedWrite,
+  type StoredRecord,
+  type WriteTarget,
+} from "./store.ts";
 
 /** What a new revision starts from: a revision's source, config, spec, references and secrets. */
 export interface RevisionContent {
@@ -66,7 +72,7 @@ type Written = StoredRecord & { revisionId: string };
  * means something changed the deployment since, and nothing was written.
  */
 export async function insertRevision(
-  target: { exec: Transaction; ifVersion?: undefined },
+  target: LockedWrite,
   deployment: LockedDeployment,
   content: RevisionContent,
   now: Date,

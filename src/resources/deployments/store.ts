@@ -285,9 +285,13 @@ export async function insertDeployment(exec: Executor, d: NewDeployment): Promis
  * is still that version, so it may run on the pool as a statement of its own; without one it must
  * run in a transaction that holds the row lock, which the type requires.
  */
-export type WriteTarget =
-  | { exec: Database | Transaction; ifVersion: string }
-  | { exec: Transaction; ifVersion?: undefined };
+export type WriteTarget = { exec: Database | Transaction; ifVersion: string } | LockedWrite;
+
+/** A write in the transaction that holds the deployment's row lock. */
+export interface LockedWrite {
+  exec: Transaction;
+  ifVersion?: undefined;
+}
 
 /** Only the row version `ifVersion`, when given; any row otherwise (the caller holds its lock). */
 const versionIs = (ifVersion: string | undefined) =>

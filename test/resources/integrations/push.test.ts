@@ -350,7 +350,6 @@ forEachDatabase(
       await eventually(
         "the polled revision",
         async () => (await revisionCount(ctx, onPush)) === appCount + 1,
-        10_000,
       );
       assert.equal((await latest(ctx, onPush)).sha, sha);
       assert.equal(await revisionCount(ctx, monoDep), monoCount, "watch_paths ruled the mono push out");
