@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { hostSystem, probeBwrap } from "../src/runtimes/local/sandbox.ts";
 import { type Child, startChild } from "./children.ts";
 import { coldStarts } from "./cold-start.ts";
-import { freshDatabase } from "./databases.ts";
+import { dropDatabase, freshDatabase } from "./databases.ts";
 import { deployTimes } from "./deploy-time.ts";
 import { footprint, footprintTable } from "./footprint.ts";
 import { combine, type LoadResult, load } from "./load.ts";
@@ -170,7 +170,13 @@ function table(rows: Row[]): string {
 const results: Row[] = [];
 results.push(...(await benchDatabase("PGlite", "memory://")));
 const pgUrl = await postgresDatabase();
-if (pgUrl) results.push(...(await benchDatabase("PostgreSQL", pgUrl)));
+if (pgUrl) {
+  try {
+    results.push(...(await benchDatabase("PostgreSQL", pgUrl)));
+  } finally {
+    await dropDatabase("slipway_bench");
+  }
+}
 
 console.log(`\n${connections} connections, ${seconds} s per run, 10k deployments\n`);
 console.log(table(results));
@@ -181,9 +187,13 @@ if (process.env.BENCH_SKIP_FOOTPRINT !== "1") {
   const dataDir = mkdtempSync(join(tmpdir(), "slipway-bench-footprint-"));
   const rows = [await footprint("PGlite", { SLIPWAY_DATA_DIR: dataDir })];
   const footprintPg = await postgresDatabase();
-  if (footprintPg)
-    rows.push(await footprint("PostgreSQL", { SLIPWAY_DATA_DIR: dataDir, DATABASE_URL: footprintPg }));
-  rmSync(dataDir, { recursive: true, force: true });
+  try {
+    if (footprintPg)
+      rows.push(await footprint("PostgreSQL", { SLIPWAY_DATA_DIR: dataDir, DATABASE_URL: footprintPg }));
+  } finally {
+    if (footprintPg) await dropDatabase("slipway_bench");
+    rmSync(dataDir, { recursive: true, force: true });
+  }
   console.log(
     `\nStart-up and idle memory of slipway serve (as npm start runs it)\n\n${footprintTable(rows)}`,
   );

@@ -13,7 +13,7 @@ import { migrate } from "../src/db/migrate.ts";
 import { listFilter } from "../src/resources/deployments/list.ts";
 import type { ListDeploymentsQuery } from "../src/resources/deployments/schema.ts";
 import { explainDeploymentPage } from "../src/resources/deployments/store.ts";
-import { freshDatabase } from "./databases.ts";
+import { dropDatabase, freshDatabase } from "./databases.ts";
 import { idOf, loadScale } from "./scale-load.ts";
 
 /**
@@ -164,6 +164,8 @@ export async function scaleBench(): Promise<void> {
     await app.close();
   } finally {
     await db.close();
+    // A million deployments take gigabytes: the report keeps what was measured, not the rows.
+    await dropDatabase("slipway_scale");
     rmSync(dataDir, { recursive: true, force: true });
     mkdirSync(resultsDir, { recursive: true });
     const file = join(resultsDir, `scale-${new Date().toISOString().replace(/[:.]/g, "-")}.md`);
