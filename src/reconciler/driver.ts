@@ -144,7 +144,9 @@ async function claimEnded(w: Worker, work: RevisionWork, sink: RevisionLogSink):
     sink.log("build", `Slipway: stopped (${status}).`);
     if (status !== "DEPLOYED") await discard(w, work);
   }
-  // Last: a released lease tells a deletion waiting on this revision that it may proceed.
+  // Last, once its log is stored: a released lease tells a deletion waiting on this revision (and
+  // anyone watching it) that the worker is done with it.
+  await sink.flush();
   await releaseLease(w.db.orm, work.id, w.workerId);
 }
 
