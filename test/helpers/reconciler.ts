@@ -43,6 +43,8 @@ export async function queueRevision(
     /** Becomes framework_config_path: the scripted runtime's handle on the revision. */
     tag?: string;
     sourceRevisionConfig?: Record<string, unknown>;
+    /** The revision's resource_spec, there from the start (a running reconciler may claim it at once). */
+    resourceSpec?: Record<string, unknown> | null;
     skipOlder?: boolean;
     status?: string;
     lease?: { owner: string; expiredMsAgo: number };
@@ -59,10 +61,11 @@ export async function queueRevision(
     const history = JSON.stringify([{ status, at: new Date().toISOString() }]);
     const [rev] = await rows<{ id: string }>(
       tx,
-      sql`INSERT INTO revisions (deployment_id, seq, status, source, source_revision_config, status_history,
-                                 lease_owner, lease_expires_at)
+      sql`INSERT INTO revisions (deployment_id, seq, status, source, source_revision_config, resource_spec,
+                                 status_history, lease_owner, lease_expires_at)
           VALUES (${deploymentId}, ${seq}, ${status}, ${dep.source},
                   ${JSON.stringify(opts.sourceRevisionConfig ?? { repo_ref: "hello-http", framework_config_path: opts.tag ?? null })}::jsonb,
+                  ${opts.resourceSpec == null ? null : JSON.stringify(opts.resourceSpec)}::jsonb,
                   ${history}::jsonb, ${opts.lease?.owner ?? null},
                   ${opts.lease ? sql`now() - ${opts.lease.expiredMsAgo}::int * interval '1 millisecond'` : null})
           RETURNING id`,

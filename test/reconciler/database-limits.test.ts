@@ -20,14 +20,12 @@ async function adminQuery<T>(text: string, params: unknown[] = []): Promise<T[]>
   }
 }
 
-/** A revision queued with `resourceSpec` (set before any reconciler can claim it). */
-async function queueWithSpec(ctx: TestContext, dep: string, resourceSpec: Record<string, unknown> | null) {
-  const rev = await queueRevision(ctx, dep);
-  await ctx.db.orm.execute(
-    sql`UPDATE revisions SET resource_spec = ${resourceSpec === null ? null : JSON.stringify(resourceSpec)}::jsonb WHERE id = ${rev}`,
-  );
-  return rev;
-}
+/**
+ * A revision queued with `resourceSpec`, in the same insert: the test's reconciler is running and
+ * may claim it as soon as it is queued (setting it afterwards raced that claim).
+ */
+const queueWithSpec = (ctx: TestContext, dep: string, resourceSpec: Record<string, unknown> | null) =>
+  queueRevision(ctx, dep, { resourceSpec });
 
 /** The `deployment.storage_exceeded` events of a deployment, oldest first. */
 async function storageEvents(ctx: TestContext, dep: string) {
