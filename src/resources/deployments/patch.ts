@@ -6,6 +6,7 @@ import type { Database, Reader, Transaction } from "../../db/client.ts";
 import type { WorkspaceCaller } from "../../http/auth.ts";
 import { badRequest, notFound, ValidationFailed, type ValidationItem } from "../../http/errors.ts";
 import { verifyUploadedTarball } from "../uploads/verify.ts";
+import type { PatchStates } from "./patch-states.ts";
 import { checkIfMatch } from "./preconditions.ts";
 import { resolveResourceSpec, specOf } from "./resource-spec.ts";
 import { insertRevision, type RevisionContent } from "./revision-writer.ts";
@@ -217,6 +218,12 @@ export interface PatchResult {
   revisionId: string | null;
 }
 
+/** A PATCH's answer and the deployment's state after it (what the next PATCH may start from). */
+interface Written {
+  result: PatchResult;
+  next: State;
+}
+
 /**
  * Unlocked attempts before a PATCH takes the row lock: a PATCH reads, plans and writes in one
  * statement guarded by the row version, and reads again when another write got in between. Only
@@ -226,15 +233,17 @@ const OPTIMISTIC_ATTEMPTS = 3;
 
 /**
  * PATCH /v2/deployments/{id}: in-place SourceConfig changes and, when the body asks for one, a new
- * revision. Two round trips and no lock in the common case: one read (row and its version, latest
- * revision, its secrets), then one statement that writes only while the row is still that version
- * (returning the record; the reconciler's NOTIFY in it), which is its own transaction. When other
- * writes keep changing the deployment, the same plan runs under the row lock in a transaction.
+ * revision. No lock in the common case: a write statement guarded by the row version, which is its
+ * own transaction and returns the record (the reconciler's NOTIFY in it), planned on the state this
+ * process's last PATCH of the deployment left (`states`: one round trip) or on a fresh read (row
+ * and its version, latest revision, its secrets: two). When other writes keep changing the
+ * deployment, the same plan runs under the row lock in a transaction.
  */
 export async function patchDeployment(
   db: Database,
   keyring: Keyring,
   config: CodehostConfig & { listeners: { registryUrl: string | undefined } },
+  states: PatchStates,
   caller: WorkspaceCaller,
   id: string,
   body: PatchDeploymentBody,
@@ -242,10 +251,19 @@ export async function patchDeployment(
 ): Promise<PatchResult> {
   const registry = config.listeners.registryUrl !== undefined;
   let verified: Plan["codehostCheck"] = null;
-  const attempt = async (target: WriteTarget, state: State) => {
-    const d = state.deployment;
-    if (ifMatch !== undefined) checkIfMatch(ifMatch, d.etag);
-    const plan = planPatch(state, body, registry);
+  /** Undefined: nothing was written (another version, or a kept state that cannot answer). */
+  const attempt = async (target: WriteTarget, state: State, kept = false): Promise<Written | undefined> => {
+    let plan: Plan;
+    try {
+      if (ifMatch !== undefined) checkIfMatch(ifMatch, state.deployment.etag);
+      plan = planPatch(state, body, registry);
+    } catch (error) {
+      // A kept state may be behind: a refusal is only ever decided on a fresh read.
+      if (kept) return undefined;
+      throw error;
+    }
+    // Nor is "nothing to change", which answers with the record without a guarded write.
+    if (kept && !plan.revision && !plan.inPlaceChanged) return undefined;
     if (plan.codehostCheck && !isDeepStrictEqual(plan.codehostCheck, verified)) {
       // The host check cannot run inside the transaction (it is slow and uses its own connection).
       if (target.ifVersion === undefined) {
@@ -257,17 +275,29 @@ export async function patchDeployment(
     if (plan.tarballCheck !== null) await verifyUploadedTarball(target.exec.orm, id, plan.tarballCheck);
     return writePlan(target, keyring, caller.workspaceId, state, plan);
   };
+  const done = (written: Written) => {
+    states.remember(caller.workspaceId, id, written.next);
+    return written.result;
+  };
 
+  const kept = states.get(caller.workspaceId, id);
+  if (kept) {
+    const written = await attempt({ exec: db, ifVersion: kept.version }, kept, true);
+    if (written) return done(written);
+    states.forget(caller.workspaceId, id, kept.version);
+  }
   for (let i = 0; i < OPTIMISTIC_ATTEMPTS; i++) {
     const state = await readState(db, caller, id, false);
     const written = await attempt({ exec: db, ifVersion: state.version }, state);
-    if (written) return written;
+    if (written) return done(written);
   }
-  return db.transaction(async (tx) => {
-    const written = await attempt({ exec: tx }, await readState(tx, caller, id, true));
-    if (!written) throw new Error("deployment vanished under its row lock");
-    return written;
+  const written = await db.transaction(async (tx) => {
+    const locked = await attempt({ exec: tx }, await readState(tx, caller, id, true));
+    if (!locked) throw new Error("deployment vanished under its row lock");
+    return locked;
   });
+  // Kept once committed: the version is the transaction's.
+  return done(written);
 }
 
 /** Writes a plan; undefined when the target's version is given and the deployment is no longer it. */
@@ -277,7 +307,7 @@ async function writePlan(
   workspaceId: string,
   state: State,
   plan: Plan,
-): Promise<PatchResult | undefined> {
+): Promise<Written | undefined> {
   const d = { ...state.deployment, source_config: plan.sourceConfig, image_version: plan.imageVersion };
   const now = new Date();
   if (plan.revision) {
@@ -286,7 +316,13 @@ async function writePlan(
       ? nextSecrets(keyring, d.id, state.latest.secrets, sentSecrets)
       : pendingSecrets(keyring, d, sentSecrets);
     const written = await insertRevision(target, d, { ...content, secrets }, now);
-    return written && { record: written.record, etag: written.etag, revisionId: written.revisionId };
+    if (!written) return undefined;
+    // What the write made of the row: the pending values are spent, the revision is the latest.
+    const deployment = { ...d, pending_revision: null, pending_secrets_enc: null, etag: written.etag };
+    return {
+      result: { record: written.record, etag: written.etag, revisionId: written.revisionId },
+      next: { deployment, version: written.version, latest: written.latest },
+    };
   }
   if (plan.inPlaceChanged) {
     const written = await updateInPlace(
@@ -296,11 +332,15 @@ async function writePlan(
       plan.imageVersion,
       now.toISOString(),
     );
-    return written && { ...written, revisionId: null };
+    if (!written) return undefined;
+    return {
+      result: { record: written.record, etag: written.etag, revisionId: null },
+      next: { ...state, deployment: { ...d, etag: written.etag }, version: written.version },
+    };
   }
   const current = await findDeploymentRecord(target.exec.orm, workspaceId, d.id);
   if (!current) throw new Error("deployment vanished under its row lock");
-  return { ...current, revisionId: null };
+  return { result: { ...current, revisionId: null }, next: state };
 }
 
 /** Before the first revision: the values given at create, with the sent list applied. */

@@ -16,10 +16,11 @@ import { MASK, type SecretReference, type Source } from "./schema.ts";
 import { nextSecrets } from "./secrets.ts";
 import {
   commitRevision,
+  type LatestRevision,
   type LockedDeployment,
   type LockedWrite,
-  type StoredRecord,
   type WriteTarget,
+  type WrittenRecord,
 } from "./store.ts";
 
 /** What a new revision starts from: a revision's source, config, spec, references and secrets. */
@@ -59,13 +60,15 @@ const SUPERSEDABLE: RevisionStatus[] = (["QUEUED", "AWAITING_BUILD"] as const).f
   canTransition(st, "SKIPPED"),
 );
 
-type Written = StoredRecord & { revisionId: string };
+/** The new record and row version, and the revision as the next PATCH builds on it. */
+type Written = WrittenRecord & { revisionId: string; latest: LatestRevision };
 
 /**
  * Inserts the next revision (QUEUED) of a locked deployment with its secrets, skips the older ones
  * that have not started building, and points the deployment at it — one statement, which also
  * notifies the reconciler (at commit). The deployment's in-place fields are written as `deployment`
- * has them. Returns the new record and the revision's id.
+ * has them. Returns the new record and row version, and the revision (its id, content and secret
+ * envelopes); `deployment` is moved on to it.
  *
  * On a WriteTarget with a version (the row version `deployment` was read at, without a lock), the
  * statement is its own transaction and writes only while the row is still that version: undefined
@@ -109,7 +112,7 @@ export async function insertRevision(
     listenerId: s(deployment.source_config.listener_id),
     at,
   };
-  const secrets = content.secrets;
+  const secrets = content.secrets.map((x) => ({ id: randomUUID(), ...x }));
   const stored = await commitRevision(target, {
     insertRevision: (gate) => insertRevisionStatement(revision, gate),
     insertSecrets:
@@ -139,5 +142,13 @@ export async function insertRevision(
   if (!stored) return undefined;
   deployment.revision_count = seq;
   deployment.latest_revision_id = id;
-  return { ...stored, revisionId: id };
+  const latest: LatestRevision = {
+    id,
+    source_revision_config: sourceRevisionConfig,
+    resource_spec: content.resourceSpec,
+    secret_references: content.secretReferences,
+    secret_names: secrets.map((x) => x.name),
+    secrets: secrets.map((x) => ({ ...x, deployment_id: deployment.id })),
+  };
+  return { ...stored, revisionId: id, latest };
 }

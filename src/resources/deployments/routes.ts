@@ -13,6 +13,7 @@ import {
 import { checkIdempotencyKey } from "./idempotency.ts";
 import { bulkDeleteIds, listDeployments } from "./list.ts";
 import { patchDeployment } from "./patch.ts";
+import { PatchStates } from "./patch-states.ts";
 import { notModified } from "./preconditions.ts";
 import { DeploymentProcessList, listDeploymentProcesses } from "./processes.ts";
 import { getDeploymentRecord } from "./record.ts";
@@ -29,6 +30,8 @@ const tags = ["deployments"];
 
 export async function deploymentRoutes(app: App): Promise<void> {
   const { deps } = app;
+  // What this app's PATCHes left of each deployment, for the next PATCH (patch-states.ts).
+  const patchStates = new PatchStates();
 
   app.post(
     "/v2/deployments",
@@ -166,6 +169,7 @@ export async function deploymentRoutes(app: App): Promise<void> {
           deps.db,
           deps.keyring,
           deps.config,
+          patchStates,
           workspaceOf(request),
           request.params.deployment_id,
           request.body,

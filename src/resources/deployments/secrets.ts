@@ -32,7 +32,9 @@ export function sealSecrets(keyring: Keyring, deploymentId: string, secrets: Sec
 /**
  * The secrets of a new revision of `deploymentId`: the sent list (a masked value keeps the stored
  * value of that name, checked before), or, when none was sent, the stored ones. A kept value's
- * envelope is copied as it is when it is bound to this deployment; only new values are encrypted.
+ * envelope is copied as it is when it is bound to this deployment and under the active master key;
+ * one under an older key is sealed again (a key rotation may have passed the rows it was read
+ * from), and only new values are encrypted.
  */
 export function nextSecrets(
   keyring: Keyring,
@@ -41,7 +43,7 @@ export function nextSecrets(
   sent: Secret[] | null,
 ): SealedSecret[] {
   const keep = (row: StoredSecret): SealedSecret =>
-    row.deployment_id === deploymentId
+    row.deployment_id === deploymentId && row.value_enc.startsWith(keyring.activePrefix)
       ? { name: row.name, value_enc: row.value_enc }
       : seal(keyring, deploymentId, { name: row.name, value: open(keyring, row) });
   if (sent === null) return stored.map(keep);

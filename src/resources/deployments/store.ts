@@ -34,6 +34,11 @@ export interface StoredRecord {
   etag: string;
 }
 
+/** A written record with the row version the write left (PatchState.version). */
+export interface WrittenRecord extends StoredRecord {
+  version: string;
+}
+
 /** The record and ETag of a deployment of the workspace, as stored (migration 0008). */
 export async function findDeploymentRecord(
   exec: Reader,
@@ -298,7 +303,7 @@ const versionIs = (ifVersion: string | undefined) =>
   ifVersion === undefined ? sql`` : sql` AND xmin = ${ifVersion}::text::xid`;
 
 /**
- * The fields a PATCH changes without a revision; returns the new record, or undefined when
+ * The fields a PATCH changes without a revision; returns the new record and row version, or undefined when
  * `ifVersion` is given and the row is no longer that version (nothing was written).
  */
 export async function updateInPlace(
@@ -307,12 +312,13 @@ export async function updateInPlace(
   sourceConfig: Record<string, unknown>,
   imageVersion: string | null,
   at: string,
-): Promise<StoredRecord | undefined> {
-  const [row] = await rows<StoredRecord>(
+): Promise<WrittenRecord | undefined> {
+  const [row] = await rows<WrittenRecord>(
     exec,
     sql`UPDATE deployments SET source_config = ${JSON.stringify(sourceConfig)}::jsonb,
                image_version = ${imageVersion}::text, updated_at = ${at}::timestamptz
-         WHERE id = ${id}::uuid${versionIs(ifVersion)} RETURNING record, slipway_etag(record) AS etag`,
+         WHERE id = ${id}::uuid${versionIs(ifVersion)}
+     RETURNING record, slipway_etag(record) AS etag, xmin::text AS version`,
   );
   if (!row && ifVersion === undefined) throw new Error("deployment vanished under its row lock");
   return row;
@@ -340,8 +346,8 @@ export interface RevisionCommit {
  * Commits a revision in one data-modifying statement: the deployment pointed at it (what was
  * pending is spent), the revision, its secrets, SKIPPED for the older ones not started, the
  * `revision.status_changed` events of the moves (SKIPPED first, then QUEUED) with their webhook
- * deliveries, and the request's audit record, returning the new record; the reconciler and the
- * event stream are notified in the same statement (delivered at commit).
+ * deliveries, and the request's audit record, returning the new record and row version; the
+ * reconciler and the event stream are notified in the same statement (delivered at commit).
  *
  * With `ifVersion`, the deployment moves only while it is that row version, and every other part
  * writes only when it moved: undefined then means nothing was written (a PATCH reads again). The
@@ -350,7 +356,7 @@ export interface RevisionCommit {
 export async function commitRevision(
   { exec, ifVersion }: WriteTarget,
   c: RevisionCommit,
-): Promise<StoredRecord | undefined> {
+): Promise<WrittenRecord | undefined> {
   const moved = sql`EXISTS (SELECT 1 FROM moved)`;
   const parts: SQL[] = [
     sql`moved AS (
@@ -360,7 +366,7 @@ export async function commitRevision(
            latest_revision_content = ${JSON.stringify(c.content)}::jsonb, updated_at = ${c.at}::timestamptz,
            pending_revision = NULL, pending_secrets_enc = NULL
      WHERE id = ${c.deploymentId}::uuid${versionIs(ifVersion)}
-     RETURNING id, record, slipway_etag(record) AS etag, name, workspace_id, organization_id)`,
+     RETURNING id, record, slipway_etag(record) AS etag, xmin::text AS version, name, workspace_id, organization_id)`,
     sql`new_revision AS (${c.insertRevision(moved)} RETURNING id, status, status_message)`,
   ];
   if (c.insertSecrets) parts.push(sql`new_secrets AS (${c.insertSecrets(moved)})`);
@@ -378,14 +384,14 @@ export async function commitRevision(
   parts.push(sql`new_deliveries AS (${deliveriesFor(sql`new_events`)})`);
   const audit = auditInTransaction(undefined, moved);
   if (audit) parts.push(sql`audit AS (${audit})`);
-  const [row] = await rows<StoredRecord>(
+  const [row] = await rows<WrittenRecord>(
     exec,
     sql`WITH ${sql.join(parts, sql`, `)}
-        SELECT record, etag, pg_notify(${WORK_CHANNEL}::text, ${c.revisionId}::text) AS work,
+        SELECT record, etag, version, pg_notify(${WORK_CHANNEL}::text, ${c.revisionId}::text) AS work,
                ${notifyEvents(sql`workspace_id::text`)} AS events
           FROM moved`,
   );
-  if (row) return { record: row.record, etag: row.etag };
+  if (row) return { record: row.record, etag: row.etag, version: row.version };
   if (ifVersion === undefined) throw new Error("deployment vanished under its row lock");
   // Nothing was written, the audit record included: the next attempt writes it.
   if (audit) auditNotWritten();

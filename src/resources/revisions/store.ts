@@ -307,17 +307,20 @@ export interface SealedSecret {
   value_enc: string;
 }
 
-/** The statement inserting a new revision's secrets in their order (part of `commitRevision`'s CTE). */
+/**
+ * The statement inserting a new revision's secrets in their order (part of `commitRevision`'s
+ * CTE), with the row ids given: the writer knows the rows it wrote without reading them back.
+ */
 export function insertSecretsStatement(
   revisionId: string,
   deploymentId: string,
-  secrets: SealedSecret[],
+  secrets: (SealedSecret & { id: string })[],
   gate: SQL = sql`true`,
 ): SQL {
-  return sql`INSERT INTO revision_secrets (revision_id, deployment_id, name, value_enc, position)
-      SELECT ${revisionId}::uuid, ${deploymentId}::uuid, s.name, s.value_enc, s.position
+  return sql`INSERT INTO revision_secrets (id, revision_id, deployment_id, name, value_enc, position)
+      SELECT s.id, ${revisionId}::uuid, ${deploymentId}::uuid, s.name, s.value_enc, s.position
         FROM jsonb_to_recordset(${JSON.stringify(secrets.map((s, position) => ({ ...s, position })))}::jsonb)
-             AS s(name text, value_enc text, position int)
+             AS s(id uuid, name text, value_enc text, position int)
        WHERE ${gate}`;
 }
 

@@ -1,0 +1,51 @@
+import pg from "pg";
+
+type QueryFn = (...args: unknown[]) => unknown;
+const proto = pg.Client.prototype as unknown as { query: QueryFn };
+
+/** The first statement of a PATCH's read (deployments/store.ts, readPatchState). */
+export const PATCH_READ = /^SELECT d\.xmin::text AS version/;
+
+/** The first statement of a revision-creating PATCH's write (deployments/store.ts, commitRevision). */
+export const PATCH_WRITE = /^WITH moved AS \(/;
+
+/**
+ * Runs `fn`, returning the text of every statement sent to the PostgreSQL server meanwhile,
+ * counted by wrapping the driver's `Client.query`, which every statement goes through (pool
+ * clients included). `afterRead`, when given, runs after each of a PATCH's reads has answered and
+ * before the PATCH goes on: a change racing the PATCH's write.
+ */
+export async function statementsOf(
+  fn: () => Promise<void>,
+  afterRead?: () => Promise<void>,
+): Promise<string[]> {
+  const seen: string[] = [];
+  const original = proto.query;
+  proto.query = function (this: unknown, ...args: unknown[]) {
+    const first = args[0];
+    const text = typeof first === "string" ? first : String((first as { text?: string }).text);
+    seen.push(text);
+    if (!afterRead || !PATCH_READ.test(text)) return original.apply(this, args);
+    // The pool passes a callback; a client used directly gets a promise.
+    const callback = args.at(-1);
+    if (typeof callback === "function") {
+      const rest = args.slice(0, -1);
+      return original.apply(this, [
+        ...rest,
+        (err: unknown, res: unknown) => {
+          void afterRead().then(() => callback(err, res));
+        },
+      ]);
+    }
+    return (original.apply(this, args) as Promise<unknown>).then(async (r) => {
+      await afterRead();
+      return r;
+    });
+  };
+  try {
+    await fn();
+  } finally {
+    proto.query = original;
+  }
+  return seen;
+}
