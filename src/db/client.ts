@@ -1,9 +1,10 @@
 import { createHash } from "node:crypto";
 import type { SQL } from "drizzle-orm";
 import { drizzle as drizzlePg } from "drizzle-orm/node-postgres";
-import { type PgDatabase, PgDialect, type PgQueryResultHKT, type PgTransaction } from "drizzle-orm/pg-core";
+import type { PgDatabase, PgQueryResultHKT, PgTransaction } from "drizzle-orm/pg-core";
 import pg from "pg";
 import type { DatabaseTarget } from "../config.ts";
+import { compileSql } from "./compile.ts";
 import { PgListener } from "./pg-listener.ts";
 import * as schema from "./schema/index.ts";
 
@@ -145,7 +146,6 @@ async function openPglite(
   };
 }
 
-const dialect = new PgDialect();
 const names = new Map<string, string>();
 
 /** A stable name per statement text; the texts are few (one per query shape), so the map stays small. */
@@ -169,7 +169,7 @@ function openPostgres(url: string, poolSize: number): Database {
     kind: "postgres",
     orm,
     prepared: async <T>(query: SQL) => {
-      const { sql: text, params } = dialect.sqlToQuery(query);
+      const { sql: text, params } = compileSql(query);
       const result = await pool.query({ name: statementName(text), text, values: params });
       return result.rows as T[];
     },
@@ -183,7 +183,7 @@ function openPostgres(url: string, poolSize: number): Database {
             // Without the schema: nothing runs relational queries in a transaction, and it is cheaper.
             orm: insideTransaction(drizzlePg({ client }) as unknown as Orm),
             query: async <T>(query: SQL) => {
-              const { sql: text, params } = dialect.sqlToQuery(query);
+              const { sql: text, params } = compileSql(query);
               const res = await client.query({ name: statementName(text), text, values: params });
               return res.rows as T[];
             },
