@@ -16,6 +16,11 @@ export const AUTH_CHANNEL = "slipway_auth";
  * answer (sent by the triggers of migration 0018): every process drops its cached answers of it.
  */
 export const RECORDS_CHANNEL = "slipway_records";
+/**
+ * The transaction-local setting in which a write names the deployment it announces itself after
+ * commit (on RECORDS_CHANNEL and the others): the triggers stay silent for its rows (migration 0021).
+ */
+export const ANNOUNCED_SETTING = "slipway.announced";
 /** An OAuth flow id, when the flow finished: long-polling waiters answer. */
 export const FLOW_CHANNEL = "slipway_oauth_flows";
 

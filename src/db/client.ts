@@ -4,6 +4,7 @@ import { drizzle as drizzlePg } from "drizzle-orm/node-postgres";
 import type { PgDatabase, PgQueryResultHKT, PgTransaction } from "drizzle-orm/pg-core";
 import pg from "pg";
 import type { DatabaseTarget } from "../config.ts";
+import { Announcer, NOTIFY_BATCH, type Note } from "./announce.ts";
 import { compileSql } from "./compile.ts";
 import { PgListener } from "./pg-listener.ts";
 import * as schema from "./schema/index.ts";
@@ -34,6 +35,8 @@ export interface LockedConnection {
 export interface Transaction {
   readonly orm: Executor;
   query<T>(query: SQL): Promise<T[]>;
+  /** Notifications to announce once this transaction has committed (none if it rolls back). */
+  announce(notes: readonly Note[]): void;
 }
 
 export interface Database {
@@ -58,6 +61,11 @@ export interface Database {
    */
   listenEpoch(): number | undefined;
   notify(channel: string, payload: string): Promise<void>;
+  /**
+   * Sends notifications within milliseconds, by a statement shared with others announced meanwhile
+   * (announce.ts); resolves once sent. Pending ones are sent before the database closes.
+   */
+  announce(notes: readonly Note[]): Promise<void>;
   ping(): Promise<void>;
   stats(): PoolStats;
   close(): Promise<void>;
@@ -98,13 +106,21 @@ async function openPglite(
   ]);
   const client = await openPgliteClient(target.kind === "pglite" ? target.dataDir : undefined);
   const orm = drizzlePglite({ client, schema }) as unknown as Orm;
+  const announcer = new Announcer((channels, payloads) => client.query(NOTIFY_BATCH, [channels, payloads]));
   let closed = false;
   return {
     kind: "pglite",
     orm,
     prepared: async <T>(query: SQL) => ((await orm.execute(query)) as unknown as { rows: T[] }).rows,
     // PGlite has one connection and no named statements to keep: the ORM's transaction is the same.
-    transaction: (fn) => orm.transaction((tx) => fn({ orm: tx, query: (q) => rows(tx, q) })),
+    transaction: async (fn) => {
+      const notes: Note[] = [];
+      const result = await orm.transaction((tx) =>
+        fn({ orm: tx, query: (q) => rows(tx, q), announce: (more) => notes.push(...more) }),
+      );
+      void announcer.announce(notes);
+      return result;
+    },
     exec: async (script) => {
       await client.exec(script);
     },
@@ -133,6 +149,7 @@ async function openPglite(
     notify: async (channel, payload) => {
       await client.query("SELECT pg_notify($1, $2)", [checkChannel(channel), payload]);
     },
+    announce: (notes) => announcer.announce(notes),
     ping: async () => {
       if (closed) throw new Error("database closed");
       await client.query("SELECT 1");
@@ -140,6 +157,7 @@ async function openPglite(
     stats: () => ({ total: 1, idle: 1, waiting: 0 }),
     close: async () => {
       if (closed) return;
+      await announcer.drain();
       closed = true;
       await client.close();
     },
@@ -164,7 +182,39 @@ function openPostgres(url: string, poolSize: number): Database {
   pool.on("error", () => {});
   const orm = drizzlePg({ client: pool, schema }) as unknown as Orm;
   const listener = new PgListener(url);
+  const announcer = new Announcer((channels, payloads) =>
+    pool.query({ name: "sw_notify_batch", text: NOTIFY_BATCH, values: [channels, payloads] }),
+  );
   let ended = false;
+  const transaction = async <T>(fn: (tx: Transaction) => Promise<T>, notes: Note[]): Promise<T> => {
+    const client = await pool.connect();
+    let broken: Error | undefined;
+    try {
+      await client.query("BEGIN");
+      try {
+        const result = await fn({
+          // Without the schema: nothing runs relational queries in a transaction, and it is cheaper.
+          orm: insideTransaction(drizzlePg({ client }) as unknown as Orm),
+          query: async <R>(query: SQL) => {
+            const { sql: text, params } = compileSql(query);
+            const res = await client.query({ name: statementName(text), text, values: params });
+            return res.rows as R[];
+          },
+          announce: (more) => notes.push(...more),
+        });
+        await client.query("COMMIT");
+        return result;
+      } catch (err) {
+        await client.query("ROLLBACK").catch((e: Error) => {
+          broken = e;
+        });
+        throw err;
+      }
+    } finally {
+      // A connection whose ROLLBACK failed is in an unknown state: the pool drops it.
+      client.release(broken);
+    }
+  };
   return {
     kind: "postgres",
     orm,
@@ -174,32 +224,10 @@ function openPostgres(url: string, poolSize: number): Database {
       return result.rows as T[];
     },
     transaction: async (fn) => {
-      const client = await pool.connect();
-      let broken: Error | undefined;
-      try {
-        await client.query("BEGIN");
-        try {
-          const result = await fn({
-            // Without the schema: nothing runs relational queries in a transaction, and it is cheaper.
-            orm: insideTransaction(drizzlePg({ client }) as unknown as Orm),
-            query: async <T>(query: SQL) => {
-              const { sql: text, params } = compileSql(query);
-              const res = await client.query({ name: statementName(text), text, values: params });
-              return res.rows as T[];
-            },
-          });
-          await client.query("COMMIT");
-          return result;
-        } catch (err) {
-          await client.query("ROLLBACK").catch((e: Error) => {
-            broken = e;
-          });
-          throw err;
-        }
-      } finally {
-        // A connection whose ROLLBACK failed is in an unknown state: the pool drops it.
-        client.release(broken);
-      }
+      const notes: Note[] = [];
+      const result = await transaction(fn, notes);
+      void announcer.announce(notes);
+      return result;
     },
     exec: async (script) => {
       await pool.query(script);
@@ -228,6 +256,7 @@ function openPostgres(url: string, poolSize: number): Database {
     notify: async (channel, payload) => {
       await pool.query("SELECT pg_notify($1, $2)", [checkChannel(channel), payload]);
     },
+    announce: (notes) => announcer.announce(notes),
     ping: async () => {
       await pool.query("SELECT 1");
     },
@@ -236,6 +265,7 @@ function openPostgres(url: string, poolSize: number): Database {
       // Once: pg's Pool refuses a second end(), and an owner may close what a test closed first.
       if (ended) return;
       ended = true;
+      await announcer.drain();
       await listener.close();
       await pool.end();
     },

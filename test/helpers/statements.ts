@@ -1,4 +1,5 @@
 import pg from "pg";
+import { NOTIFY_BATCH } from "../../src/db/announce.ts";
 
 type QueryFn = (...args: unknown[]) => unknown;
 const proto = pg.Client.prototype as unknown as { query: QueryFn };
@@ -12,7 +13,8 @@ export const PATCH_WRITE = /^WITH moved AS \(/;
 /**
  * Runs `fn`, returning the text of every statement sent to the PostgreSQL server meanwhile,
  * counted by wrapping the driver's `Client.query`, which every statement goes through (pool
- * clients included). `afterRead`, when given, runs after each of a PATCH's reads has answered and
+ * clients included). Notifications announced after commit are not counted: their statement is
+ * shared by the writes of a few milliseconds and sent after the answer (db/announce.ts). `afterRead`, when given, runs after each of a PATCH's reads has answered and
  * before the PATCH goes on: a change racing the PATCH's write.
  */
 export async function statementsOf(
@@ -24,7 +26,7 @@ export async function statementsOf(
   proto.query = function (this: unknown, ...args: unknown[]) {
     const first = args[0];
     const text = typeof first === "string" ? first : String((first as { text?: string }).text);
-    seen.push(text);
+    if (text !== NOTIFY_BATCH) seen.push(text);
     if (!afterRead || !PATCH_READ.test(text)) return original.apply(this, args);
     // The pool passes a callback; a client used directly gets a promise.
     const callback = args.at(-1);

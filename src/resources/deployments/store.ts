@@ -1,6 +1,6 @@
 // Why over 300 lines: every statement on `deployments` lives here by rule (test/db/sql-ownership.test.ts).
 import { type SQL, sql } from "drizzle-orm";
-import { WORK_CHANNEL } from "../../db/channels.ts";
+import { ANNOUNCED_SETTING, EVENTS_CHANNEL, RECORDS_CHANNEL, WORK_CHANNEL } from "../../db/channels.ts";
 import {
   type Database,
   type Executor,
@@ -15,7 +15,7 @@ import { likeEscape, sqlList, uuidList } from "../../db/sql.ts";
 import { assertDeploymentTransition, type DeploymentStatus } from "../../reconciler/states.ts";
 import { auditInTransaction, auditNotWritten } from "../audit-log/scope.ts";
 import { emit } from "../events/emit.ts";
-import { insertEventsFrom, notifyEvents } from "../events/store.ts";
+import { insertEventsFrom } from "../events/store.ts";
 import { revisionMoveEvents, type StoredSecret } from "../revisions/store.ts";
 import { TAGGINGS_COUNTED, type TagValueGroup } from "../tags/store.ts";
 import { deliveriesFor } from "../webhooks/store.ts";
@@ -346,8 +346,9 @@ export interface RevisionCommit {
  * Commits a revision in one data-modifying statement: the deployment pointed at it (what was
  * pending is spent), the revision, its secrets, SKIPPED for the older ones not started, the
  * `revision.status_changed` events of the moves (SKIPPED first, then QUEUED) with their webhook
- * deliveries, and the request's audit record, returning the new record and row version; the
- * reconciler and the event stream are notified in the same statement (delivered at commit).
+ * deliveries, and the request's audit record, returning the new record and row version. The
+ * reconciler, the event stream and the read caches are notified after commit, by a statement of
+ * their own (db/announce.ts says why), not inside the transaction.
  *
  * With `ifVersion`, the deployment moves only while it is that row version, and every other part
  * writes only when it moved: undefined then means nothing was written (a PATCH reads again). The
@@ -358,6 +359,8 @@ export async function commitRevision(
   c: RevisionCommit,
 ): Promise<WrittenRecord | undefined> {
   const moved = sql`EXISTS (SELECT 1 FROM moved)`;
+  // `set_config` runs before any row of the deployment is written (every other part waits for
+  // `moved`): the read cache's triggers then leave announcing it to this write (migration 0021).
   const parts: SQL[] = [
     sql`moved AS (
     UPDATE deployments
@@ -366,6 +369,7 @@ export async function commitRevision(
            latest_revision_content = ${JSON.stringify(c.content)}::jsonb, updated_at = ${c.at}::timestamptz,
            pending_revision = NULL, pending_secrets_enc = NULL
      WHERE id = ${c.deploymentId}::uuid${versionIs(ifVersion)}
+       AND set_config(${ANNOUNCED_SETTING}::text, ${c.deploymentId}::uuid::text, true) IS NOT NULL
      RETURNING id, record, slipway_etag(record) AS etag, xmin::text AS version, name, workspace_id, organization_id)`,
     sql`new_revision AS (${c.insertRevision(moved)} RETURNING id, status, status_message)`,
   ];
@@ -384,14 +388,22 @@ export async function commitRevision(
   parts.push(sql`new_deliveries AS (${deliveriesFor(sql`new_events`)})`);
   const audit = auditInTransaction(undefined, moved);
   if (audit) parts.push(sql`audit AS (${audit})`);
-  const [row] = await rows<WrittenRecord>(
+  const [row] = await rows<WrittenRecord & { workspace_id: string }>(
     exec,
     sql`WITH ${sql.join(parts, sql`, `)}
-        SELECT record, etag, version, pg_notify(${WORK_CHANNEL}::text, ${c.revisionId}::text) AS work,
-               ${notifyEvents(sql`workspace_id::text`)} AS events
-          FROM moved`,
+        SELECT record, etag, version, workspace_id FROM moved`,
   );
-  if (row) return { record: row.record, etag: row.etag, version: row.version };
+  if (row) {
+    // The reconciler, the event stream and webhooks, and every process's read cache, once
+    // committed: now on the pool (the statement was its own transaction), after COMMIT in one.
+    // Not awaited: the answer does not wait for a wake-up (announce.ts).
+    void exec.announce([
+      [WORK_CHANNEL, c.revisionId],
+      [EVENTS_CHANNEL, row.workspace_id],
+      [RECORDS_CHANNEL, row.workspace_id],
+    ]);
+    return { record: row.record, etag: row.etag, version: row.version };
+  }
   if (ifVersion === undefined) throw new Error("deployment vanished under its row lock");
   // Nothing was written, the audit record included: the next attempt writes it.
   if (audit) auditNotWritten();
