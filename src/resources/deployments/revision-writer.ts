@@ -65,10 +65,10 @@ type Written = WrittenRecord & { revisionId: string; latest: LatestRevision };
 
 /**
  * Inserts the next revision (QUEUED) of a locked deployment with its secrets, skips the older ones
- * that have not started building, and points the deployment at it — one statement, which also
- * notifies the reconciler (at commit). The deployment's in-place fields are written as `deployment`
- * has them. Returns the new record and row version, and the revision (its id, content and secret
- * envelopes); `deployment` is moved on to it.
+ * that have not started building, and points the deployment at it — one statement, announced to
+ * the reconciler once committed (commitRevision). The deployment's in-place fields are written as
+ * `deployment` has them. Returns the new record and row version, and the revision (its id, content
+ * and secret envelopes); `deployment` is moved on to it.
  *
  * On a WriteTarget with a version (the row version `deployment` was read at, without a lock), the
  * statement is its own transaction and writes only while the row is still that version: undefined
