@@ -45,6 +45,17 @@ export class Announcer {
     return sent;
   }
 
+  /**
+   * Runs a transaction (`run` is given its `announce`), then announces what it collected once it
+   * has committed; nothing when it throws.
+   */
+  async afterCommit<T>(run: (announce: (notes: readonly Note[]) => void) => Promise<T>): Promise<T> {
+    const notes: Note[] = [];
+    const result = await run((more) => notes.push(...more));
+    void this.announce(notes);
+    return result;
+  }
+
   /** Sends what is pending now and waits for every statement in flight (before the pool closes). */
   async drain(): Promise<void> {
     if (this.pending.size > 0) void this.flush();

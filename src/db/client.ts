@@ -113,14 +113,10 @@ async function openPglite(
     orm,
     prepared: async <T>(query: SQL) => ((await orm.execute(query)) as unknown as { rows: T[] }).rows,
     // PGlite has one connection and no named statements to keep: the ORM's transaction is the same.
-    transaction: async (fn) => {
-      const notes: Note[] = [];
-      const result = await orm.transaction((tx) =>
-        fn({ orm: tx, query: (q) => rows(tx, q), announce: (more) => notes.push(...more) }),
-      );
-      void announcer.announce(notes);
-      return result;
-    },
+    transaction: (fn) =>
+      announcer.afterCommit((announce) =>
+        orm.transaction((tx) => fn({ orm: tx, query: (q) => rows(tx, q), announce })),
+      ),
     exec: async (script) => {
       await client.exec(script);
     },
@@ -186,7 +182,10 @@ function openPostgres(url: string, poolSize: number): Database {
     pool.query({ name: "sw_notify_batch", text: NOTIFY_BATCH, values: [channels, payloads] }),
   );
   let ended = false;
-  const transaction = async <T>(fn: (tx: Transaction) => Promise<T>, notes: Note[]): Promise<T> => {
+  const transaction = async <T>(
+    fn: (tx: Transaction) => Promise<T>,
+    announce: Transaction["announce"],
+  ): Promise<T> => {
     const client = await pool.connect();
     let broken: Error | undefined;
     try {
@@ -200,7 +199,7 @@ function openPostgres(url: string, poolSize: number): Database {
             const res = await client.query({ name: statementName(text), text, values: params });
             return res.rows as R[];
           },
-          announce: (more) => notes.push(...more),
+          announce,
         });
         await client.query("COMMIT");
         return result;
@@ -223,12 +222,8 @@ function openPostgres(url: string, poolSize: number): Database {
       const result = await pool.query({ name: statementName(text), text, values: params });
       return result.rows as T[];
     },
-    transaction: async (fn) => {
-      const notes: Note[] = [];
-      const result = await transaction(fn, notes);
-      void announcer.announce(notes);
-      return result;
-    },
+    // Announced once the connection is back in the pool: the statement may need one.
+    transaction: (fn) => announcer.afterCommit((announce) => transaction(fn, announce)),
     exec: async (script) => {
       await pool.query(script);
     },

@@ -234,7 +234,7 @@ const OPTIMISTIC_ATTEMPTS = 3;
 /**
  * PATCH /v2/deployments/{id}: in-place SourceConfig changes and, when the body asks for one, a new
  * revision. No lock in the common case: a write statement guarded by the row version, which is its
- * own transaction and returns the record (the reconciler's NOTIFY in it), planned on the state this
+ * own transaction and returns the record (announced to the reconciler once committed), planned on the state this
  * process's last PATCH of the deployment left (`states`: one round trip) or on a fresh read (row
  * and its version, latest revision, its secrets: two). When other writes keep changing the
  * deployment, the same plan runs under the row lock in a transaction.
