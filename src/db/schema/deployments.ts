@@ -78,6 +78,8 @@ export const revisions = pgTable("revisions", {
   /** The built image's health path, from its app config (migration 0017). */
   healthPath: text("health_path"),
   remoteState: text("remote_state"),
+  /** The revision whose secret rows are this one's (unchanged since it); null: its own (migration 0022). */
+  secretsRevisionId: uuid("secrets_revision_id"),
   remoteReason: text("remote_reason"),
   createdAt: ts("created_at").notNull().defaultNow(),
   updatedAt: ts("updated_at").notNull().defaultNow(),

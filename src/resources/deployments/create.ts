@@ -190,6 +190,7 @@ export async function createDeployment(
           resourceSpec: spec,
           secretReferences: refs,
           secrets: sealSecrets(keyring, id, secrets),
+          sharedSecrets: null,
         },
         now,
       );

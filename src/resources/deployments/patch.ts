@@ -20,7 +20,7 @@ import {
   revisionValuesOf,
 } from "./rules.ts";
 import type { PatchDeploymentBody, Secret, Source } from "./schema.ts";
-import { decryptPendingSecrets, nextSecrets, sealSecrets, unmask } from "./secrets.ts";
+import { decryptPendingSecrets, nextSecrets, sealSecrets, unchangedRows, unmask } from "./secrets.ts";
 import {
   builtForListener,
   checkBuildOnPush,
@@ -68,7 +68,7 @@ interface Plan {
   sourceConfig: Record<string, unknown>;
   imageVersion: string | null;
   inPlaceChanged: boolean;
-  revision: (Omit<RevisionContent, "secrets"> & { sentSecrets: Secret[] | null }) | null;
+  revision: (Omit<RevisionContent, "secrets" | "sharedSecrets"> & { sentSecrets: Secret[] | null }) | null;
   codehostCheck: { integrationId: string; repoUrl: string; repoRef: string } | null;
   tarballCheck: string | null;
 }
@@ -312,10 +312,12 @@ async function writePlan(
   const now = new Date();
   if (plan.revision) {
     const { sentSecrets, ...content } = plan.revision;
-    const secrets = state.latest
-      ? nextSecrets(keyring, d.id, state.latest.secrets, sentSecrets)
+    const stored = state.latest?.secrets;
+    const secrets = stored
+      ? nextSecrets(keyring, d.id, stored, sentSecrets)
       : pendingSecrets(keyring, d, sentSecrets);
-    const written = await insertRevision(target, d, { ...content, secrets }, now);
+    const sharedSecrets = stored ? unchangedRows(secrets, stored) : null;
+    const written = await insertRevision(target, d, { ...content, secrets, sharedSecrets }, now);
     if (!written) return undefined;
     // What the write made of the row: the pending values are spent, the revision is the latest.
     const deployment = { ...d, pending_revision: null, pending_secrets_enc: null, etag: written.etag };

@@ -8,12 +8,13 @@ import {
   revisionContentRow,
   revisionStatusStatement,
   type SealedSecret,
+  type StoredSecret,
   secretRows,
 } from "../revisions/store.ts";
 import { storedRevisionConfig } from "./record.ts";
 import { type RevisionValues, revisionValuesOf } from "./rules.ts";
 import { MASK, type SecretReference, type Source } from "./schema.ts";
-import { nextSecrets } from "./secrets.ts";
+import { nextSecrets, unchangedRows } from "./secrets.ts";
 import {
   commitRevision,
   type LatestRevision,
@@ -33,6 +34,8 @@ export interface RevisionContent {
   secretReferences: SecretReference[] | null;
   /** Envelopes bound to the deployment (secrets.ts); unchanged values keep theirs. */
   secrets: SealedSecret[];
+  /** The stored rows `secrets` are, unchanged (secrets.ts, unchangedRows): shared, not copied. */
+  sharedSecrets: StoredSecret[] | null;
 }
 
 const s = (v: unknown): string | null => (typeof v === "string" ? v : null);
@@ -46,13 +49,16 @@ export async function readRevisionContent(
 ): Promise<RevisionContent | undefined> {
   const row = await revisionContentRow(exec, deploymentId, revisionId);
   if (!row) return undefined;
+  const stored = await secretRows(exec, revisionId);
+  const secrets = nextSecrets(keyring, deploymentId, stored, null);
   return {
     source: row.source,
     config: revisionValuesOf(row.source_revision_config),
     commitSha: s(row.source_revision_config.repo_commit_sha),
     resourceSpec: row.resource_spec,
     secretReferences: row.secret_references,
-    secrets: nextSecrets(keyring, deploymentId, await secretRows(exec, revisionId), null),
+    secrets,
+    sharedSecrets: unchangedRows(secrets, stored),
   };
 }
 
@@ -94,6 +100,11 @@ export async function insertRevision(
 ): Promise<Written | undefined> {
   const id = randomUUID();
   const seq = deployment.revision_count + 1;
+  // Unchanged secrets stay in the rows that hold them; changed ones get rows of this revision.
+  const shared = content.sharedSecrets;
+  const secrets: StoredSecret[] =
+    shared ??
+    content.secrets.map((x) => ({ id: randomUUID(), revision_id: id, deployment_id: deployment.id, ...x }));
   const at = now.toISOString();
   const sourceRevisionConfig = storedRevisionConfig(content.config, content.commitSha);
   const revision = {
@@ -110,13 +121,15 @@ export async function insertRevision(
     },
     // A deployment's listener is immutable, so its revisions record it once (runtimeNameOf reads it).
     listenerId: s(deployment.source_config.listener_id),
+    secretsRevisionId: shared?.[0]?.revision_id ?? null,
     at,
   };
-  const secrets = content.secrets.map((x) => ({ id: randomUUID(), ...x }));
   const stored = await commitRevision(target, {
     insertRevision: (gate) => insertRevisionStatement(revision, gate),
     insertSecrets:
-      secrets.length > 0 ? (gate) => insertSecretsStatement(id, deployment.id, secrets, gate) : null,
+      shared === null && secrets.length > 0
+        ? (gate) => insertSecretsStatement(id, deployment.id, secrets, gate)
+        : null,
     skipOlder:
       seq > 1
         ? (gate) =>
@@ -133,7 +146,7 @@ export async function insertRevision(
       source_revision_config: sourceRevisionConfig,
       resource_spec: content.resourceSpec,
       secret_references: content.secretReferences,
-      secrets: content.secrets.map((x) => ({ name: x.name, value: MASK })),
+      secrets: secrets.map((x) => ({ name: x.name, value: MASK })),
     },
     sourceConfig: deployment.source_config,
     imageVersion: deployment.image_version,
@@ -148,7 +161,7 @@ export async function insertRevision(
     resource_spec: content.resourceSpec,
     secret_references: content.secretReferences,
     secret_names: secrets.map((x) => x.name),
-    secrets: secrets.map((x) => ({ ...x, deployment_id: deployment.id })),
+    secrets,
   };
   return { ...stored, revisionId: id, latest };
 }

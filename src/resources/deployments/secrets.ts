@@ -55,6 +55,17 @@ export function nextSecrets(
   });
 }
 
+/**
+ * The stored rows `next` is, when it is exactly them (same names and envelopes in the same order:
+ * nothing sent, nothing sealed again): a new revision then shares those rows instead of copying
+ * them (migration 0022). Null when anything differs, or there is nothing to share.
+ */
+export function unchangedRows(next: SealedSecret[], stored: StoredSecret[]): StoredSecret[] | null {
+  if (stored.length === 0 || next.length !== stored.length) return null;
+  const same = stored.every((row, i) => row.name === next[i]?.name && row.value_enc === next[i]?.value_enc);
+  return same ? stored : null;
+}
+
 /** A revision's secrets in their order, decrypted: the reconciler puts them in the app's environment. */
 export async function readRevisionSecrets(
   exec: Reader,

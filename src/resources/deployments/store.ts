@@ -16,7 +16,7 @@ import { assertDeploymentTransition, type DeploymentStatus } from "../../reconci
 import { auditInTransaction, auditNotWritten } from "../audit-log/scope.ts";
 import { emit } from "../events/emit.ts";
 import { insertEventsFrom } from "../events/store.ts";
-import { revisionMoveEvents, type StoredSecret } from "../revisions/store.ts";
+import { revisionMoveEvents, type StoredSecret, secretsOwner } from "../revisions/store.ts";
 import { TAGGINGS_COUNTED, type TagValueGroup } from "../tags/store.ts";
 import { deliveriesFor } from "../webhooks/store.ts";
 import type { DeploymentType, SecretReference, Source } from "./schema.ts";
@@ -231,9 +231,11 @@ export async function readPatchState(
                CASE WHEN r.id IS NULL THEN NULL ELSE json_build_object(
                  'id', r.id, 'source_revision_config', r.source_revision_config,
                  'resource_spec', r.resource_spec, 'secret_references', r.secret_references,
-                 'secrets', coalesce((SELECT json_agg(json_build_object('id', s.id, 'name', s.name,
-                                        'value_enc', s.value_enc, 'deployment_id', s.deployment_id) ORDER BY s.position)
-                                        FROM revision_secrets s WHERE s.revision_id = r.id), '[]'::json)) END AS latest
+                 'secrets', coalesce((SELECT json_agg(json_build_object('id', s.id, 'revision_id', s.revision_id,
+                                        'name', s.name, 'value_enc', s.value_enc, 'deployment_id', s.deployment_id)
+                                        ORDER BY s.position)
+                                        FROM revision_secrets s WHERE s.revision_id = ${secretsOwner(sql`r`)}),
+                                      '[]'::json)) END AS latest
           FROM deployments d LEFT JOIN revisions r ON r.id = d.latest_revision_id
          WHERE d.id = ${id} AND d.workspace_id = ${workspaceId}${lock ? sql` FOR UPDATE OF d` : sql``}`;
   type Row = LockedDeployment & { version: string; latest: Omit<LatestRevision, "secret_names"> | null };

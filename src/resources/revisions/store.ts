@@ -119,6 +119,8 @@ export interface NewRevision {
   buildConfig: Record<string, unknown>;
   /** The listener that serves it, or null for this server's own runtime. */
   listenerId: string | null;
+  /** The revision whose secret rows it shares (unchanged secrets), or null when it gets its own. */
+  secretsRevisionId: string | null;
   /** Creation time, also the time of its first status (QUEUED). */
   at: string;
 }
@@ -131,10 +133,12 @@ export function insertRevisionStatement(r: NewRevision, gate: SQL = sql`true`): 
   const history: StatusChange[] = [{ status: "QUEUED", at: r.at }];
   const json = (v: unknown) => (v === null ? null : JSON.stringify(v));
   return sql`INSERT INTO revisions (id, deployment_id, seq, status, source, source_revision_config, resource_spec,
-                               secret_references, build_config, listener_id, status_history, created_at, updated_at)
+                               secret_references, build_config, listener_id, secrets_revision_id, status_history,
+                               created_at, updated_at)
         SELECT ${r.id}::uuid, ${r.deploymentId}::uuid, ${r.seq}::int, 'QUEUED', ${r.source}::text,
                ${JSON.stringify(r.sourceRevisionConfig)}::jsonb, ${json(r.resourceSpec)}::jsonb,
                ${json(r.secretReferences)}::jsonb, ${JSON.stringify(r.buildConfig)}::jsonb, ${r.listenerId}::uuid,
+               ${r.secretsRevisionId}::uuid,
                ${JSON.stringify(history)}::jsonb, ${r.at}::timestamptz, ${r.at}::timestamptz
          WHERE ${gate}`;
 }
@@ -296,6 +300,8 @@ export async function revisionContentRow(
  */
 export interface StoredSecret {
   id: string;
+  /** The revision the row belongs to: the one read, or the earlier one it shares the rows of. */
+  revision_id: string;
   name: string;
   value_enc: string;
   deployment_id: string | null;
@@ -319,15 +325,21 @@ export function insertSecretsStatement(
 ): SQL {
   return sql`INSERT INTO revision_secrets (id, revision_id, deployment_id, name, value_enc, position)
       SELECT s.id, ${revisionId}::uuid, ${deploymentId}::uuid, s.name, s.value_enc, s.position
-        FROM jsonb_to_recordset(${JSON.stringify(secrets.map((s, position) => ({ ...s, position })))}::jsonb)
+        FROM jsonb_to_recordset(${JSON.stringify(secrets.map(({ id, name, value_enc }, position) => ({ id, name, value_enc, position })))}::jsonb)
              AS s(id uuid, name text, value_enc text, position int)
        WHERE ${gate}`;
 }
 
+/** The rows holding a revision's secrets: its own, or those of the revision it shares them with. */
+export const secretsOwner = (revision: SQL) => sql`coalesce(${revision}.secrets_revision_id, ${revision}.id)`;
+
+/** A revision's secrets in their order (its own rows or the ones it shares, migration 0022). */
 export function secretRows(exec: Reader, revisionId: string): Promise<StoredSecret[]> {
   return rows<StoredSecret>(
     exec,
-    sql`SELECT id, name, value_enc, deployment_id FROM revision_secrets WHERE revision_id = ${revisionId} ORDER BY position`,
+    sql`SELECT s.id, s.revision_id, s.name, s.value_enc, s.deployment_id
+          FROM revisions r JOIN revision_secrets s ON s.revision_id = ${secretsOwner(sql`r`)}
+         WHERE r.id = ${revisionId} ORDER BY s.position`,
   );
 }
 

@@ -5,7 +5,7 @@ import { encryptionContext } from "../../../src/crypto/envelope.ts";
 import { rows } from "../../../src/db/client.ts";
 import { PatchStates } from "../../../src/resources/deployments/patch-states.ts";
 import type { PatchState } from "../../../src/resources/deployments/store.ts";
-import { secretContextId } from "../../../src/resources/revisions/store.ts";
+import { secretContextId, secretRows } from "../../../src/resources/revisions/store.ts";
 import { call, createDocker, type Deployment } from "../../helpers/deployments.ts";
 import { forEachDatabase } from "../../helpers/harness.ts";
 import { PATCH_READ, PATCH_WRITE, statementsOf } from "../../helpers/statements.ts";
@@ -203,10 +203,7 @@ forEachDatabase("PATCH /v2/deployments/{id}: a kept state that went stale", (sui
     assert.ok(redeploy.status < 300, JSON.stringify(redeploy.body));
     const res = await patch(d.id, image("after"));
     assert.equal(res.status, 200, JSON.stringify(res.body));
-    const secrets = await rows<{ id: string; name: string; value_enc: string; deployment_id: string | null }>(
-      ctx.db.orm,
-      sql`SELECT id, name, value_enc, deployment_id FROM revision_secrets WHERE revision_id = ${res.body.latest_revision_id}`,
-    );
+    const secrets = await secretRows(ctx.db.orm, String(res.body.latest_revision_id));
     assert.deepEqual(
       secrets.map((s) => [
         s.name,

@@ -7,7 +7,7 @@ import { before, it } from "node:test";
 import { sql } from "drizzle-orm";
 import { encryptionContext } from "../../../src/crypto/envelope.ts";
 import { rows } from "../../../src/db/client.ts";
-import { secretContextId } from "../../../src/resources/revisions/store.ts";
+import { secretContextId, secretRows } from "../../../src/resources/revisions/store.ts";
 import { authMatrix } from "../../helpers/auth-matrix.ts";
 import {
   assertMatches,
@@ -33,10 +33,7 @@ interface RevisionPage {
 
 /** The stored (decrypted) secrets of a revision, in order. */
 async function storedSecrets(ctx: TestContext, revisionId: string | null): Promise<[string, string][]> {
-  const list = await rows<{ id: string; name: string; value_enc: string; deployment_id: string | null }>(
-    ctx.db.orm,
-    sql`SELECT id, name, value_enc, deployment_id FROM revision_secrets WHERE revision_id = ${revisionId} ORDER BY position`,
-  );
+  const list = revisionId === null ? [] : await secretRows(ctx.db.orm, revisionId);
   return list.map((r) => [
     r.name,
     ctx.keyring.decrypt(r.value_enc, encryptionContext("revision_secrets", "value_enc", secretContextId(r))),

@@ -6,7 +6,7 @@ import pg from "pg";
 import { encryptionContext } from "../../../src/crypto/envelope.ts";
 import { type Database, rows } from "../../../src/db/client.ts";
 import type { WriteTarget } from "../../../src/resources/deployments/store.ts";
-import { secretContextId } from "../../../src/resources/revisions/store.ts";
+import { secretContextId, secretRows } from "../../../src/resources/revisions/store.ts";
 import {
   assertMatches,
   call,
@@ -45,11 +45,7 @@ interface Secret {
 }
 
 async function secretsOf(ctx: TestContext, revisionId: string | null): Promise<Secret[]> {
-  return rows<Secret>(
-    ctx.db.orm,
-    sql`SELECT id, name, value_enc, deployment_id FROM revision_secrets WHERE revision_id = ${revisionId}
-         ORDER BY position`,
-  );
+  return revisionId === null ? [] : secretRows(ctx.db.orm, revisionId);
 }
 
 const open = (ctx: TestContext, s: Secret) =>

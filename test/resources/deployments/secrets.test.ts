@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import { describe, it } from "node:test";
 import { encryptionContext, Keyring } from "../../../src/crypto/envelope.ts";
-import { nextSecrets, sealSecrets } from "../../../src/resources/deployments/secrets.ts";
+import { nextSecrets, sealSecrets, unchangedRows } from "../../../src/resources/deployments/secrets.ts";
 import { type StoredSecret, secretContextId } from "../../../src/resources/revisions/store.ts";
 
 const DEPLOYMENT = "6f1c2f4e-0000-4000-8000-000000000001";
@@ -23,7 +23,7 @@ describe("nextSecrets", () => {
   const stored: StoredSecret[] = sealSecrets(before, DEPLOYMENT, [
     { name: "KEEP", value: "k" },
     { name: "OTHER", value: "o" },
-  ]).map((s, i) => ({ ...s, id: `row-${i}`, deployment_id: DEPLOYMENT }));
+  ]).map((s, i) => ({ ...s, id: `row-${i}`, revision_id: "rev-1", deployment_id: DEPLOYMENT }));
 
   it("copies a kept value's envelope as it is under the active key; only sent values are sealed", () => {
     const next = nextSecrets(before, DEPLOYMENT, stored, [
@@ -57,5 +57,64 @@ describe("nextSecrets", () => {
         ["OTHER", "o"],
       ],
     );
+  });
+});
+
+/** When a new revision shares the rows of the one it follows instead of copying them (migration 0022). */
+describe("unchangedRows", () => {
+  const key = randomBytes(32);
+  const keyring = new Keyring(key);
+  const stored: StoredSecret[] = sealSecrets(keyring, DEPLOYMENT, [
+    { name: "A", value: "a" },
+    { name: "B", value: "b" },
+  ]).map((s, i) => ({ ...s, id: `row-${i}`, revision_id: "rev-1", deployment_id: DEPLOYMENT }));
+
+  it("shares the rows when nothing was sent, or every value was sent masked in the same order", () => {
+    assert.equal(unchangedRows(nextSecrets(keyring, DEPLOYMENT, stored, null), stored), stored);
+    const masked = [
+      { name: "A", value: "********" },
+      { name: "B", value: "********" },
+    ];
+    assert.equal(unchangedRows(nextSecrets(keyring, DEPLOYMENT, stored, masked), stored), stored);
+  });
+
+  it("writes rows of its own for a new value, a dropped or added name, a new order, or an envelope sealed again", () => {
+    const lists = [
+      [
+        { name: "A", value: "********" },
+        { name: "B", value: "new" },
+      ],
+      [{ name: "A", value: "********" }],
+      [
+        { name: "A", value: "********" },
+        { name: "B", value: "********" },
+        { name: "C", value: "c" },
+      ],
+      [
+        { name: "B", value: "********" },
+        { name: "A", value: "********" },
+      ],
+    ];
+    for (const sent of lists) {
+      assert.equal(
+        unchangedRows(nextSecrets(keyring, DEPLOYMENT, stored, sent), stored),
+        null,
+        JSON.stringify(sent),
+      );
+    }
+    // Under a key that is no longer active: sealed again, so not the stored rows.
+    const rotated = new Keyring(randomBytes(32), [key]);
+    assert.equal(unchangedRows(nextSecrets(rotated, DEPLOYMENT, stored, null), stored), null);
+    // Rows bound to their row id (before migration 0008) are sealed again too.
+    const legacy = stored.map((s) => ({
+      ...s,
+      deployment_id: null,
+      value_enc: keyring.encrypt("v", encryptionContext("revision_secrets", "value_enc", s.id)),
+    }));
+    assert.equal(unchangedRows(nextSecrets(keyring, DEPLOYMENT, legacy, null), legacy), null);
+  });
+
+  it("has nothing to share when there are no stored secrets", () => {
+    assert.equal(unchangedRows([], []), null);
   });
 });

@@ -3,7 +3,7 @@ import { before, it } from "node:test";
 import { sql } from "drizzle-orm";
 import { encryptionContext } from "../../../src/crypto/envelope.ts";
 import { rows } from "../../../src/db/client.ts";
-import { secretContextId } from "../../../src/resources/revisions/store.ts";
+import { secretContextId, secretRows } from "../../../src/resources/revisions/store.ts";
 import { authMatrix } from "../../helpers/auth-matrix.ts";
 import {
   assertMatches,
@@ -155,10 +155,8 @@ forEachDatabase("revisions", (suite) => {
     assert.deepEqual(res.body.source_config.resource_spec, { min_scale: 2 });
     assert.deepEqual(res.body.secrets, [{ name: "TOKEN", value: "********" }]);
     type Stored = { id: string; name: string; value_enc: string; deployment_id: string | null };
-    const secrets = await rows<Stored>(
-      ctx.db.orm,
-      sql`SELECT id, name, value_enc, deployment_id FROM revision_secrets WHERE revision_id = ${newId}`,
-    );
+    // The redeploy's secrets: its own rows or, unchanged, the ones it shares (migration 0022).
+    const secrets: Stored[] = await secretRows(ctx.db.orm, newId);
     assert.equal(secrets.length, 1);
     const secret = secrets[0] as Stored;
     assert.equal(
