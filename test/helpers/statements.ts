@@ -51,3 +51,26 @@ export async function statementsOf(
   }
   return seen;
 }
+
+/** Runs `fn`, returning each statement sent meanwhile with its parameters (as `statementsOf` counts them). */
+export async function queriesOf(fn: () => Promise<void>): Promise<{ text: string; values: unknown[] }[]> {
+  const seen: { text: string; values: unknown[] }[] = [];
+  const original = proto.query;
+  proto.query = function (this: unknown, ...args: unknown[]) {
+    const first = args[0] as string | { text?: string; values?: unknown[] };
+    // (text, values), (config), or (config, values) as the ORM sends them.
+    const values = Array.isArray(args[1]) ? (args[1] as unknown[]) : undefined;
+    const query =
+      typeof first === "string"
+        ? { text: first, values: values ?? [] }
+        : { text: String(first.text), values: values ?? first.values ?? [] };
+    if (query.text !== NOTIFY_BATCH) seen.push(query);
+    return original.apply(this, args);
+  };
+  try {
+    await fn();
+  } finally {
+    proto.query = original;
+  }
+  return seen;
+}

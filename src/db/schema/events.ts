@@ -16,8 +16,10 @@ const ts = (name: string) => timestamp(name, { withTimezone: true });
 /** What happened in a workspace, in commit order once sequenced (migration 0012). */
 export const events = pgTable("events", {
   pk: bigserial("pk", { mode: "number" }).primaryKey(),
-  id: uuid("id").notNull().unique(),
-  seq: bigint("seq", { mode: "number" }).unique(),
+  // Not indexed: nothing reads an event by its id (migration 0023).
+  id: uuid("id").notNull(),
+  // Unique among sequenced rows: a partial index, as is (workspace_id, seq) (migration 0023).
+  seq: bigint("seq", { mode: "number" }),
   // No foreign keys: each check locked the same parent rows on every write (migration 0019).
   organizationId: uuid("organization_id").notNull(),
   workspaceId: uuid("workspace_id").notNull(),
