@@ -16,14 +16,23 @@ const open = (keyring: Keyring, s: { name: string; value_enc: string }) =>
     ),
   );
 
+/** Stored rows of one revision holding these values, sealed for the deployment. */
+const storedRows = (keyring: Keyring, values: { name: string; value: string }[]): StoredSecret[] =>
+  sealSecrets(keyring, DEPLOYMENT, values).map((s, i) => ({
+    ...s,
+    id: `row-${i}`,
+    revision_id: "rev-1",
+    deployment_id: DEPLOYMENT,
+  }));
+
 /** What a revision's secrets become in the next one (the envelope is bound to deployment and name). */
 describe("nextSecrets", () => {
   const old = randomBytes(32);
   const before = new Keyring(old);
-  const stored: StoredSecret[] = sealSecrets(before, DEPLOYMENT, [
+  const stored = storedRows(before, [
     { name: "KEEP", value: "k" },
     { name: "OTHER", value: "o" },
-  ]).map((s, i) => ({ ...s, id: `row-${i}`, revision_id: "rev-1", deployment_id: DEPLOYMENT }));
+  ]);
 
   it("copies a kept value's envelope as it is under the active key; only sent values are sealed", () => {
     const next = nextSecrets(before, DEPLOYMENT, stored, [
@@ -64,10 +73,10 @@ describe("nextSecrets", () => {
 describe("unchangedRows", () => {
   const key = randomBytes(32);
   const keyring = new Keyring(key);
-  const stored: StoredSecret[] = sealSecrets(keyring, DEPLOYMENT, [
+  const stored = storedRows(keyring, [
     { name: "A", value: "a" },
     { name: "B", value: "b" },
-  ]).map((s, i) => ({ ...s, id: `row-${i}`, revision_id: "rev-1", deployment_id: DEPLOYMENT }));
+  ]);
 
   it("shares the rows when nothing was sent, or every value was sent masked in the same order", () => {
     assert.equal(unchangedRows(nextSecrets(keyring, DEPLOYMENT, stored, null), stored), stored);
