@@ -9,6 +9,7 @@ import { lazySerializerFactory } from "./http/lazy-schemas.ts";
 import { requestLogFields } from "./http/log-redaction.ts";
 import { registerMetrics } from "./http/metrics.ts";
 import { registerDocsUi, registerOpenApi } from "./http/openapi.ts";
+import { registerPromptClose } from "./http/prompt-close.ts";
 import { registerAuthFailureLimit, registerRateLimit } from "./http/rate-limit.ts";
 import { registerReadCache } from "./http/read-cache.ts";
 import { registerMinimumBodyRate, serverTimeoutOptions } from "./http/slow-clients.ts";
@@ -79,6 +80,7 @@ export async function buildApp(deps: AppDeps, opts: BuildOptions = {}): Promise<
   registerValidation(app);
   registerErrorHandling(app);
   registerMinimumBodyRate(app, config.timeouts);
+  registerPromptClose(app);
   // Before auth: an address over its failed-authentication limit costs no key lookup.
   registerAuthFailureLimit(app, config.authFailLimitPerMinute);
   await registerAuth(app, deps.db);

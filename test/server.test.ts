@@ -1,9 +1,12 @@
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
+import { once } from "node:events";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { connect, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
+import { setTimeout as sleep } from "node:timers/promises";
 import { sql } from "drizzle-orm";
 import { encryptionContext, Keyring } from "../src/crypto/envelope.ts";
 import { keyFilePath } from "../src/crypto/master-key.ts";
@@ -49,6 +52,26 @@ describe("the server process (npm start)", () => {
       assert.equal((await getJson(`${url}/v1/workspaces`, key)).status, 200);
     } finally {
       assert.equal(await server.stop(), 0);
+    }
+  });
+
+  it("SIGTERM ends open event streams and pre-opened connections instead of waiting on them", async () => {
+    const server = runSlipway(["serve"], env);
+    let early: Socket | undefined;
+    try {
+      const [, url] = await server.waitFor(SERVING);
+      const stream = await fetch(`${url}/v2/events`, { headers: { "x-api-key": key } });
+      assert.equal(stream.status, 200);
+      early = connect(Number(new URL(url as string).port), "127.0.0.1");
+      early.on("error", () => {});
+      await once(early, "connect");
+      // Unfixed, either would hold the process until its client gives up: for ever for a stream.
+      const held = sleep(10_000).then(() => "still running 10 s after SIGTERM");
+      assert.equal(await Promise.race([server.stop(), held]), 0, server.output());
+      await stream.body?.cancel();
+    } finally {
+      early?.destroy();
+      server.proc.kill("SIGKILL");
     }
   });
 

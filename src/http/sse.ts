@@ -18,13 +18,14 @@ export interface SseSource {
 }
 
 /**
- * Writes an SSE response until the client leaves or the source ends: the headers, then frames as
- * the source has them, woken by NOTIFY on its channel (or the poll fallback), with a comment line
- * as keep-alive so proxies keep the connection.
+ * Writes an SSE response until the client leaves, the source ends or the server closes
+ * (`closing`): the headers, then frames as the source has them, woken by NOTIFY on its channel (or
+ * the poll fallback), with a comment line as keep-alive so proxies keep the connection.
  */
 export async function streamSse(
   db: Pick<Database, "listen">,
   res: ServerResponse,
+  closing: AbortSignal,
   headers: Record<string, string>,
   source: SseSource,
 ): Promise<void> {
@@ -44,6 +45,8 @@ export async function streamSse(
     wake();
   };
   res.on("close", onClose);
+  closing.addEventListener("abort", onClose);
+  if (closing.aborted) onClose();
   // A write racing the client's departure must not become an unhandled error.
   res.on("error", () => {});
   const unlisten = await db.listen(source.channel, (payload) => {
@@ -76,7 +79,10 @@ export async function streamSse(
   } finally {
     clearInterval(heartbeat);
     res.off("close", onClose);
+    closing.removeEventListener("abort", onClose);
     await unlisten();
     if (!res.writableEnded) res.end();
+    // The server is closing: the connection must not stay open waiting for a next request.
+    if (closing.aborted) res.socket?.end();
   }
 }

@@ -15,6 +15,7 @@ const BATCH = 500;
 export async function followEvents(
   db: Database,
   res: ServerResponse,
+  closing: AbortSignal,
   workspaceId: string,
   types: readonly string[] | undefined,
   lastEventId: string | undefined,
@@ -22,7 +23,7 @@ export async function followEvents(
 ): Promise<void> {
   await sequenceEvents(db);
   let after = lastEventId ?? (await lastEventSeq(db.orm, workspaceId));
-  await streamSse(db, res, headers, {
+  await streamSse(db, res, closing, headers, {
     channel: EVENTS_CHANNEL,
     concerns: (payload) => payload === workspaceId,
     read: async () => {

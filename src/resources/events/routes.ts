@@ -30,6 +30,7 @@ export async function eventRoutes(app: App): Promise<void> {
       await followEvents(
         db,
         reply.raw,
+        app.closing,
         workspaceId,
         request.query.types,
         fromHeader ?? request.query.last_event_id,

@@ -19,6 +19,7 @@ const BATCH = 500;
 export async function followLogs(
   db: Database,
   res: ServerResponse,
+  closing: AbortSignal,
   revisionId: string,
   q: Pick<LogsQuery, "type" | "since">,
   lastEventId: string | undefined,
@@ -28,7 +29,7 @@ export async function followLogs(
   if (after === "0" && q.since) {
     after = await lastLineIdAt(db.orm, revisionId, q.since);
   }
-  await streamSse(db, res, headers, {
+  await streamSse(db, res, closing, headers, {
     channel: LOGS_CHANNEL,
     concerns: (payload) => payload === revisionId,
     read: async () => {

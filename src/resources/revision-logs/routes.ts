@@ -39,6 +39,7 @@ export async function revisionLogRoutes(app: App): Promise<void> {
         await followLogs(
           db,
           reply.raw,
+          app.closing,
           revision_id,
           request.query,
           typeof lastId === "string" ? lastId : undefined,
