@@ -82,27 +82,27 @@ async function current(db: Database, settings: DesiredSettings, listenerId: stri
 /**
  * GET /v2/listeners/{id}/desired: at once when the version differs from `after` (a listener whose
  * version is ahead, after a restore, resyncs too), else when it changes or `waitS` ends. Both ends
- * count as hearing from the listener.
+ * count as hearing from the listener, but not the end of a poll its listener has left (`gone`
+ * aborted): a stopped listener must not look connected again when its last poll times out.
  */
 export async function pollDesired(
   db: Database,
   keyring: Keyring,
   settings: DesiredSettings,
   waiters: ChannelWaiters,
-  listenerId: string,
-  after: number,
-  waitS: number,
+  poll: { listenerId: string; after: number; waitS: number; gone: AbortSignal },
 ): Promise<DesiredState> {
+  const { listenerId, after, gone } = poll;
   await touchListener(db.orm, listenerId);
-  const deadline = Date.now() + waitS * 1000;
+  const deadline = Date.now() + poll.waitS * 1000;
   let state = await current(db, settings, listenerId);
   for (;;) {
     const left = deadline - Date.now();
-    if (state.version !== after || left <= 0 || waiters.isClosed) break;
-    await waiters.sleep(listenerId, Math.min(left, RECHECK_MS));
+    if (state.version !== after || left <= 0 || waiters.isClosed || gone.aborted) break;
+    await waiters.sleep(listenerId, Math.min(left, RECHECK_MS), gone);
     state = await current(db, settings, listenerId);
   }
-  await touchListener(db.orm, listenerId);
+  if (!gone.aborted) await touchListener(db.orm, listenerId);
   const rows = await remoteRevisionRows(db.orm, state.revisionIds);
   const deployments = [];
   for (const row of rows) deployments.push(await describe(db, keyring, settings, listenerId, row));

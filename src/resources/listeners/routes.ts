@@ -124,9 +124,12 @@ export async function listenerRoutes(app: App): Promise<void> {
         keyring,
         { appsDomain: config.apps.domain, registry: config.listeners },
         waiters,
-        listenerId,
-        request.query.after,
-        request.query.wait,
+        {
+          listenerId,
+          after: request.query.after,
+          waitS: request.query.wait,
+          gone: request.signal,
+        },
       );
     },
   );

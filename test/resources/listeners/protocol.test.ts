@@ -1,5 +1,7 @@
 import assert from "node:assert/strict";
+import type { AddressInfo } from "node:net";
 import { after, before, it } from "node:test";
+import { setTimeout as sleep } from "node:timers/promises";
 import type { Reconciler } from "../../../src/reconciler/reconciler.ts";
 import { sourceResolver } from "../../../src/reconciler/sources.ts";
 import { call, createDocker, locs, type Revision, uniqueName } from "../../helpers/deployments.ts";
@@ -300,6 +302,31 @@ forEachDatabase(
         (await deployment(ctx, d.id)).status === "READY" ? true : undefined,
       );
       assert.equal((await revision(ctx, d.id, r1)).status, "DEPLOYED");
+    });
+
+    it("a poll its listener left is not hearing from it: a stopped listener stays DISCONNECTED", async () => {
+      const ctx = suite.ctx;
+      const agent = await registerListener(ctx);
+      await poll(ctx, agent, 0);
+      await ctx.app.listen({ port: 0, host: "127.0.0.1" });
+      const { port } = ctx.app.server.address() as AddressInfo;
+      const left = new AbortController();
+      const started = Date.now();
+      const polling = fetch(
+        `http://127.0.0.1:${port}/v2/listeners/${agent.id}/desired?after=${agent.version}&wait=1`,
+        { headers: { "x-api-key": agent.key }, signal: left.signal },
+      );
+      await sleep(200);
+      left.abort();
+      await assert.rejects(polling);
+      const seen = async () =>
+        (await call<{ status: string; last_seen_at: string }>(ctx, "GET", `/v2/listeners/${agent.id}`)).body;
+      const atLeave = (await seen()).last_seen_at;
+      // Past the poll's end (1 s after it began), where it used to count as hearing from the listener.
+      await sleep(Math.max(0, started + 1500 - Date.now()));
+      const later = await seen();
+      assert.equal(later.last_seen_at, atLeave);
+      assert.equal(later.status, "DISCONNECTED");
     });
   },
   { env: { SLIPWAY_LISTENER_TIMEOUT_S: "1" } },
