@@ -6,12 +6,12 @@ import { connect, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
-import { setTimeout as sleep } from "node:timers/promises";
 import { sql } from "drizzle-orm";
 import { encryptionContext, Keyring } from "../src/crypto/envelope.ts";
 import { keyFilePath } from "../src/crypto/master-key.ts";
 import { openDatabase, rows } from "../src/db/client.ts";
 import { createTestDatabase, DB_KINDS } from "./helpers/databases.ts";
+import { within } from "./helpers/eventually.ts";
 import { runSlipway } from "./helpers/process.ts";
 
 const SERVING = /Slipway is serving (http:\/\/\S+) on/;
@@ -66,8 +66,7 @@ describe("the server process (npm start)", () => {
       early.on("error", () => {});
       await once(early, "connect");
       // Unfixed, either would hold the process until its client gives up: for ever for a stream.
-      const held = sleep(10_000).then(() => "still running 10 s after SIGTERM");
-      assert.equal(await Promise.race([server.stop(), held]), 0, server.output());
+      assert.equal(await within(server.stop(), 10_000, "the exit after SIGTERM"), 0, server.output());
       await stream.body?.cancel();
     } finally {
       early?.destroy();

@@ -21,3 +21,12 @@ export async function eventually<T>(
     await new Promise((r) => setTimeout(r, 200));
   }
 }
+
+/** What `p` gives, or a rejection naming `what` when it takes over `ms`: a wait that must not hang. */
+export function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what} took over ${ms} ms`)), ms);
+  });
+  return Promise.race([p, late]).finally(() => clearTimeout(timer));
+}

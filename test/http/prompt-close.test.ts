@@ -4,6 +4,7 @@ import type { AddressInfo } from "node:net";
 import { connect, type Socket } from "node:net";
 import { it } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
+import { within } from "../helpers/eventually.ts";
 import { createTestContext, type TestContext } from "../helpers/harness.ts";
 
 /** Closing the app must not wait on connections that never sent a request. */
@@ -21,15 +22,6 @@ async function opened(port: number): Promise<Socket> {
   // The server has accepted it once its connection event ran; a short pause lets it.
   await sleep(50);
   return socket;
-}
-
-/** Resolves with what `p` gave, or rejects when it takes longer than `ms` (a close held open). */
-function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what} took over ${ms} ms`)), ms);
-  });
-  return Promise.race([p, late]).finally(() => clearTimeout(timer));
 }
 
 it("a connection opened ahead of a request is closed at once, and the app's close is not held", async () => {
