@@ -1,7 +1,10 @@
 // Serves the console at /console under the base path: a static page with a strict content security
-// policy (no inline script or style) and the esbuild bundle, built on first start when missing.
+// policy (no inline script or style) and the esbuild bundle, built on first start when missing; and
+// the hosted service's console links (/o/{org}/[host/]deployments/{id}), redirected to the console.
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
+import { isUuid } from "../db/ids.ts";
+import { HttpError } from "../http/errors.ts";
 import type { App } from "../http/types.ts";
 import { buildConsole, CONSOLE_DIST, consoleBuilt } from "./build.ts";
 
@@ -16,11 +19,20 @@ const CSP = [
   "frame-ancestors 'none'",
 ].join("; ");
 
-const PAGE = `<!doctype html>
+const escapeAttr = (s: string): string =>
+  s.replace(/&/g, "&amp;").replace(/"/g, "&quot;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+
+/**
+ * The page. `slipway-public-base` tells the console the server's public URL and base path (what
+ * OAuth callback URLs are made of), which the page's own address may not show behind a proxy; a meta
+ * tag, since the CSP allows no inline script.
+ */
+const page = (publicBase: string) => `<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="slipway-public-base" content="${escapeAttr(publicBase)}">
 <title>Slipway console</title>
 <link rel="stylesheet" href="assets/app.css">
 <script type="module" src="assets/app.js"></script>
@@ -49,6 +61,8 @@ export async function consoleRoutes(app: App): Promise<void> {
     building ??= buildConsole();
     return building;
   };
+  const { publicUrl, basePath } = app.deps.config;
+  const PAGE = page(`${publicUrl}${basePath}`);
   const opts = { schema: { hide: true }, config: { auth: { public: true } } } as const;
   app.get("/console", opts, async (request, reply) => {
     // The page's asset paths are relative to /console/.
@@ -67,4 +81,15 @@ export async function consoleRoutes(app: App): Promise<void> {
       .type(type)
       .send(body);
   });
+
+  // The hosted service's CLI prints <base>/o/{org}/host/deployments/{id} as the place to watch a
+  // deployment. It needs no key (the console asks for one); only uuids are redirected, so no
+  // arbitrary input reaches the Location header. The organization is the key's, so it is not used.
+  for (const path of ["/o/:org/host/deployments/:id", "/o/:org/deployments/:id"]) {
+    app.get<{ Params: { org: string; id: string } }>(path, opts, async (request, reply) => {
+      const { org, id } = request.params;
+      if (!isUuid(org) || !isUuid(id)) throw new HttpError(404, "No such deployment link.");
+      return reply.redirect(`${basePath}/console/#/deployments/${id.toLowerCase()}`, 302);
+    });
+  }
 }
