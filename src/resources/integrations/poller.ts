@@ -23,7 +23,10 @@ export interface PollerOptions extends PushEnv {
  * heads of the branches build_on_push deployments follow, compares them with the heads it saw last
  * (stored, so a restart misses nothing and reports nothing twice), and on a change does what a
  * push does, with the changed paths from `git diff --name-only old new`. Every process runs one;
- * a transaction lock lets one at a time act. A head seen for the first time is only recorded.
+ * a transaction lock lets one at a time act. A head seen for the first time is compared with the
+ * commits the watching deployments' latest revisions are at: one that differs builds (a push that
+ * landed between a deployment's creation and the first pass), and while one of those revisions has
+ * not resolved its commit yet, the head is left unrecorded until it has.
  */
 export class LocalGitPoller {
   private timer: NodeJS.Timeout | undefined;
@@ -87,6 +90,7 @@ export class LocalGitPoller {
         const sha = current.get(key);
         const before = seen.get(key);
         if (sha === undefined || sha === before) continue;
+        if (before === undefined && w.pending) continue;
         await saveHead(tx.orm, {
           integrationId: w.integration_id,
           repoUrl: w.repo_url,
@@ -94,12 +98,16 @@ export class LocalGitPoller {
           sha,
         });
         seen.set(key, sha);
-        if (before === undefined) continue;
+        if (before === undefined && w.commits.every((c) => c === sha)) continue;
         const integration = await findIntegration(tx.orm, w.integration_id);
         const driver = drivers.get(w.integration_id);
         if (!integration || !driver) continue;
         const repo = findRepository(await driver.listRepositories(), w.repo_url);
-        const changedFiles = repo && (await driver.changedFiles(repo, before, sha));
+        // A first sighting has no earlier head of its own: the paths changed since the one commit the
+        // deployments are at, when they agree on one; otherwise unknown (watch_paths cannot skip it).
+        const since = before ?? (w.commits.length === 1 ? w.commits[0] : undefined);
+        const changedFiles =
+          repo && since !== undefined ? await driver.changedFiles(repo, since, sha) : undefined;
         await applyPush(
           this.opts,
           integration,

@@ -4,6 +4,8 @@ import { LOCAL_GIT_POLL_LOCK } from "../../db/channels.ts";
 import { type Executor, inTransaction, type Reader, rows } from "../../db/client.ts";
 import { type EnvelopeColumn, envelopeColumn } from "../../db/envelopes.ts";
 import { integrations } from "../../db/schema/codehost.ts";
+import { sqlList } from "../../db/sql.ts";
+import { CLAIMABLE } from "../../reconciler/states.ts";
 
 /**
  * The only module that writes SQL on `integrations`, `codehost_deliveries` and `local_git_heads`. Reading one by id is codehost/store.ts's
@@ -152,21 +154,29 @@ export interface WatchedBranch {
   path: string;
   repo_url: string;
   branch: string;
+  /** The commits the latest revisions of the deployments that watch it are at (distinct). */
+  commits: string[];
+  /** Whether one of those revisions is still in progress with no commit resolved yet. */
+  pending: boolean;
 }
 
 /** Every watched branch of local_git integrations (refs as a deployment names them: `main` or `refs/heads/main`). */
 export function watchedLocalBranches(exec: Reader): Promise<WatchedBranch[]> {
+  const commit = sql`r.source_revision_config->>'repo_commit_sha'`;
   return rows<WatchedBranch>(
     exec,
-    sql`SELECT DISTINCT i.id AS integration_id, i.config->>'path' AS path,
+    sql`SELECT i.id AS integration_id, i.config->>'path' AS path,
                d.source_config->>'repo_url' AS repo_url,
-               regexp_replace(r.source_revision_config->>'repo_ref', '^refs/heads/', '') AS branch
+               regexp_replace(r.source_revision_config->>'repo_ref', '^refs/heads/', '') AS branch,
+               coalesce(array_agg(DISTINCT ${commit}) FILTER (WHERE ${commit} IS NOT NULL), '{}') AS commits,
+               bool_or(${commit} IS NULL AND r.status IN (${sqlList(CLAIMABLE)})) AS pending
           FROM integrations i
           JOIN deployments d ON d.source = 'codehost' AND d.source_config->>'integration_id' = i.id::text
           JOIN revisions r ON r.id = d.latest_revision_id
          WHERE i.kind = 'local_git' AND d.source_config->>'build_on_push' = 'true'
            AND d.status <> 'AWAITING_DELETE' AND r.source = 'codehost'
            AND r.source_revision_config->>'repo_ref' NOT LIKE 'refs/tags/%'
+         GROUP BY 1, 2, 3, 4
          ORDER BY 1, 3, 4`,
   );
 }

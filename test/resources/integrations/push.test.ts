@@ -367,6 +367,41 @@ forEachDatabase(
       assert.equal(await revisionCount(ctx, onPush), appCount + 1);
     });
 
+    it("the poller builds a push that landed before its first look, once the latest revision has its commit", async () => {
+      const ctx = suite.ctx;
+      const poller = new LocalGitPoller({
+        db: ctx.db,
+        keyring: ctx.keyring,
+        config: ctx.config,
+        intervalMs: 0,
+        log: { warn: () => {} },
+      });
+      git(repos.app, "checkout", "-q", "main");
+      git(repos.app, "checkout", "-q", "-b", "late");
+      const created = commitFile(repos.app, "late.txt", "at creation", "late");
+      const late = await createDeployment("late-push", appUrl, true, "late");
+      // The push lands before the poller first looks, while the first revision has no commit yet.
+      const pushed = commitFile(repos.app, "late.txt", "pushed at once", "late");
+      await poller.pass();
+      assert.equal(await revisionCount(ctx, late), 1, "no commit to compare with yet: the poller waits");
+      // The first revision resolves its commit (here by a push of the creation-time head).
+      const resolved = await deliver(
+        ctx,
+        integrationId,
+        pushPayload(appUrl, "refs/heads/late", created, ["late.txt"]),
+        {
+          secret,
+        },
+      );
+      assert.equal(resolved.statusCode, 200, resolved.body);
+      assert.equal((await latest(ctx, late)).sha, created);
+      await poller.pass();
+      await eventually("the revision of the early push", async () => (await revisionCount(ctx, late)) === 3);
+      assert.equal((await latest(ctx, late)).sha, pushed);
+      await poller.pass();
+      assert.equal(await revisionCount(ctx, late), 3, "a head the latest revision is at builds nothing");
+    });
+
     it("the README's openssl + curl post-receive snippet sends a push the webhook accepts", async () => {
       const ctx = suite.ctx;
       const server = await ctx.app.listen({ port: 0, host: "127.0.0.1" });
