@@ -94,13 +94,16 @@ for (const kind of DB_KINDS) {
           source_revision_config: { image_uri: base },
         });
         assert.equal(created.status, 201, JSON.stringify(created.body));
-        const token = await api<{ token: string; username: string; repository: string; expires_at: string }>(
-          "POST",
-          `/v2/deployments/${created.body.id}/push-token`,
-        );
+        const token = await api<{
+          token: string;
+          username: string;
+          registry_url: string;
+          repository: string;
+          expires_at: string;
+        }>("POST", `/v2/deployments/${created.body.id}/push-token`);
         assert.equal(token.status, 201, JSON.stringify(token.body));
         assert.ok(Date.parse(token.body.expires_at) > Date.now());
-        return { id: created.body.id, ...token.body };
+        return { id: created.body.id, name, ...token.body };
       };
       const mine = await make(`pushed-${kind}`);
       const theirs = await make(`theirs-${kind}`);
@@ -112,7 +115,8 @@ for (const kind of DB_KINDS) {
         return pushed;
       };
       const creds = `${mine.username}:${mine.token}`;
-      const ok = await push(`${mine.repository}:v1`, creds);
+      // Where the hosted service's CLI pushes: `{registry_url}/{name}:{tag}`.
+      const ok = await push(`${mine.registry_url}/${mine.name}:v1`, creds);
       assert.ok(ok.ok, ok.stderr);
       const path = mine.repository.slice(registry.address.length + 1);
       assert.deepEqual(await registry.tags(path, await bearer(mine.token, path, "pull")), ["v1"]);

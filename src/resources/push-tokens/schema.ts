@@ -25,7 +25,9 @@ export const PushToken = Type.Object({
     description: "The user name to log in with, or null when no login is needed.",
   }),
   registry_url: Type.String({
-    description: "The registry (host[:port][/path]), as `podman login` takes it.",
+    description:
+      "The workspace's namespace in the registry (`host[:port][/path]/<workspace id>`): `<registry_url>/<deployment name>` " +
+      "is `repository`, the one the token may push to. `podman login` takes it as it is.",
   }),
   repository: Type.String({
     description:

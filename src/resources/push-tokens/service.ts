@@ -2,7 +2,7 @@ import type { Config } from "../../config.ts";
 import type { RegistryAccess, RegistryAction } from "../../crypto/registry-token.ts";
 import type { Reader } from "../../db/client.ts";
 import { badRequest, conflict, HttpError, notFound } from "../../http/errors.ts";
-import { imageRepository, registryHost, repositoryPath } from "../../runtimes/remote/image-ref.ts";
+import { imageRepository, repositoryPath } from "../../runtimes/remote/image-ref.ts";
 import { peekDeployment } from "../deployments/store.ts";
 import { deploymentPushToken, TOKEN_USERNAME } from "./login.ts";
 import type { PushToken, RegistryBearer } from "./schema.ts";
@@ -41,6 +41,9 @@ export async function issuePushToken(
   if (!deployment) throw notFound("Deployment not found.");
   const url = registryOf(registry);
   const repository = imageRepository(url, scope.workspaceId, deployment.name);
+  // The workspace's namespace in the registry: the hosted service's CLI pushes to
+  // `{registry_url}/{name}:{tag}`, which is then exactly `repository`, the token's scope.
+  const namespace = repository.slice(0, repository.length - deployment.name.length - 1);
   const tokens = registry.registryToken;
   if (tokens) {
     const issued = deploymentPushToken(tokens, {
@@ -51,7 +54,7 @@ export async function issuePushToken(
     return {
       token: issued.token,
       username: TOKEN_USERNAME,
-      registry_url: registryHost(url),
+      registry_url: namespace,
       repository,
       expires_at: issued.expiresAt.toISOString(),
     };
@@ -59,7 +62,7 @@ export async function issuePushToken(
   return {
     token: registry.registryPassword ?? null,
     username: registry.registryUsername ?? null,
-    registry_url: registryHost(url),
+    registry_url: namespace,
     repository,
     expires_at: null,
   };

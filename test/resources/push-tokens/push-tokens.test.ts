@@ -65,7 +65,7 @@ forEachDatabase(
       assert.deepEqual(res.json(), {
         token: "registry-password-123",
         username: "slipway",
-        registry_url: "registry.example.test:5000",
+        registry_url: `registry.example.test:5000/team/${ctx.workspaceId}`,
         repository: `registry.example.test:5000/team/${ctx.workspaceId}/${dep.name}`,
         expires_at: null,
       });
@@ -159,7 +159,7 @@ forEachDatabase("push tokens", (suite) => {
     assert.deepEqual(t, {
       token: null,
       username: null,
-      registry_url: "127.0.0.1:5000",
+      registry_url: `127.0.0.1:5000/${ctx.workspaceId}`,
       repository: `127.0.0.1:5000/${ctx.workspaceId}/${dep.name}`,
       expires_at: null,
     });

@@ -68,8 +68,9 @@ forEachDatabase(
       assert.equal(res.headers["cache-control"], "no-store");
       const body = res.json() as Record<string, string>;
       assert.equal(body.username, "slipway");
-      assert.equal(body.registry_url, REGISTRY);
       assert.equal(body.repository, `${REGISTRY}/${dep.repository}`);
+      // The hosted service's CLI pushes to `{registry_url}/{name}`: that must be the token's repository.
+      assert.equal(`${body.registry_url}/${dep.name}`, body.repository);
       const expires = Date.parse(body.expires_at ?? "");
       assert.ok(expires > started + 890_000 && expires <= Date.now() + 900_000, body.expires_at);
       const { claims } = jwtParts(body.token ?? "");
