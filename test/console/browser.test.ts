@@ -3,26 +3,19 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, it } from "node:test";
-import { type Browser, chromium, type Page } from "playwright-core";
+import type { Browser, Page } from "playwright-core";
 import { AppDatabases } from "../../src/reconciler/app-database.ts";
 import { type RunningReconciler, startReconciler } from "../../src/reconciler/start.ts";
 import { appGet, e2eEnv, freePort, gitRoot } from "../e2e/stack.ts";
 import { TEST_DATABASE_URL } from "../helpers/databases.ts";
 import { forEachDatabase } from "../helpers/harness.ts";
 import { REPO_ROOT } from "../helpers/process.ts";
+import { launch, signIn } from "./chromium.ts";
 
 const git = gitRoot();
 const appsPort = await freePort();
 const apiPort = await freePort();
-const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 const LONG = 180_000;
-
-async function signIn(page: Page, base: string, key: string): Promise<void> {
-  await page.goto(`${base}/console/`);
-  await page.fill('input[name="api-key"]', key);
-  await page.click('button:has-text("Sign in")');
-  await page.waitForSelector("h2:has-text('Deployments')");
-}
 
 // The README's screenshots are taken here; they replace the ones in docs/ only when asked
 // (SLIPWAY_UPDATE_SCREENSHOTS=1), so that a test run leaves the checkout as it was.
@@ -45,7 +38,7 @@ forEachDatabase(
     before(async () => {
       await suite.ctx.app.listen({ port: apiPort, host: "127.0.0.1" });
       stack = await startReconciler(suite.ctx, suite.ctx.app.log);
-      browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox"] });
+      browser = await launch();
       page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
     });
     after(async () => {
@@ -56,7 +49,7 @@ forEachDatabase(
     });
 
     it("signs in, creates a template deployment and watches it reach DEPLOYED with logs", async () => {
-      await signIn(page, base, suite.ctx.keys.admin);
+      await signIn(page, `${base}/console/`, suite.ctx.keys.admin);
       await page.click("a:has-text('New deployment')");
       await page.fill('input[name="name"]', name);
       await page.fill('textarea[name="secrets"]', "GREETING=from-console");
@@ -73,6 +66,10 @@ forEachDatabase(
       );
       const url = await page.textContent("[data-testid=app-url]");
       assert.ok(url);
+      assert.equal(await page.getAttribute("[data-testid=app-url]", "target"), "_blank");
+      assert.match(String(await page.getAttribute("[data-testid=app-url]", "rel")), /\bnoopener\b/);
+      // A deployed revision's log panel shows the app's side: the deploy log.
+      assert.equal(await page.getAttribute("[data-testid=log]", "data-log"), "deploy");
       assert.equal((await appGet(url)).status, 200);
       if (kind === "pglite")
         await page.screenshot({ path: join(SHOTS, "console-deployment.png"), fullPage: true });
@@ -99,6 +96,12 @@ forEachDatabase(
         () => document.querySelectorAll(".timeline .status.good").length === 3,
         null,
         { timeout: LONG },
+      );
+      // Newest first, numbered in creation order as everywhere else (the CLI's `rollback NAME 1`).
+      const labels = await page.locator(".timeline li button.link").allTextContents();
+      assert.deepEqual(
+        labels.map((l) => l.split(" ")[0]),
+        ["#3", "#2", "#1"],
       );
     });
 
@@ -146,7 +149,7 @@ forEachDatabase(
       await page.click("button:has-text('Sign out')");
       await page.waitForSelector('input[name="api-key"]');
       assert.equal(await page.evaluate(() => sessionStorage.length), 0);
-      await signIn(page, base, suite.ctx.keys.viewer);
+      await signIn(page, `${base}/console/`, suite.ctx.keys.viewer);
       assert.equal(await page.locator("a:has-text('New deployment')").count(), 0);
       await page.goto(deploymentUrl);
       await page.waitForSelector(".timeline li");

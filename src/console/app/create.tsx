@@ -1,10 +1,55 @@
 // Create a deployment from a template, a repository of an integration, an image, or an archive.
-import { useState } from "preact/hooks";
-import { type CreateDeploymentBody, unwrap } from "../../sdk/client.ts";
+import { useEffect, useState } from "preact/hooks";
+import { type CreateDeploymentBody, type Slipway, unwrap } from "../../sdk/client.ts";
 import type { Session } from "./session.ts";
 import { ErrorBox, useAction, useLoad } from "./ui.tsx";
 
 type Kind = "template" | "repository" | "image" | "archive";
+type Template = { name: string; description: string };
+
+/** The template list per client (so per key and workspace), asked for once. */
+const templateCache = new WeakMap<Slipway, { promise: Promise<Template[]>; value?: Template[] }>();
+
+/**
+ * Fetches the template list into the cache; the console calls it at sign-in, so that the form shows
+ * the list at once instead of after a request of its own. A failure is forgotten, to be asked again.
+ */
+export function loadTemplates(client: Slipway): Promise<Template[]> {
+  const cached = templateCache.get(client);
+  if (cached) return cached.promise;
+  const entry: { promise: Promise<Template[]>; value?: Template[] } = {
+    promise: unwrap(client.api.GET("/v2/templates", {})).then(
+      (list) => {
+        entry.value = list;
+        return list;
+      },
+      (err: unknown) => {
+        templateCache.delete(client);
+        throw err;
+      },
+    ),
+  };
+  templateCache.set(client, entry);
+  return entry.promise;
+}
+
+/** The templates: from the cache in the first render when they are there already. */
+function useTemplates(client: Slipway): { data?: Template[]; error?: string } {
+  const [state, setState] = useState<{ data?: Template[]; error?: string }>(() => ({
+    data: templateCache.get(client)?.value,
+  }));
+  useEffect(() => {
+    let live = true;
+    loadTemplates(client).then(
+      (data) => live && setState({ data }),
+      (err: unknown) => live && setState({ error: err instanceof Error ? err.message : String(err) }),
+    );
+    return () => {
+      live = false;
+    };
+  }, [client]);
+  return state;
+}
 
 function parseSecrets(text: string): { name: string; value: string }[] {
   return text
@@ -27,7 +72,7 @@ export function CreatePage({ session }: { session: Session }) {
   const [image, setImage] = useState("");
   const [file, setFile] = useState<File>();
   const [secrets, setSecrets] = useState("");
-  const templates = useLoad(() => unwrap(api.GET("/v2/templates", {})), []);
+  const templates = useTemplates(session.client);
   const integrations = useLoad(() => unwrap(api.GET("/v1/integrations/forge/codehost/install", {})), []);
   const repos = useLoad(
     () =>
@@ -124,6 +169,7 @@ export function CreatePage({ session }: { session: Session }) {
                 </option>
               ))}
             </select>
+            <ErrorBox error={templates.error} />
           </label>
         )}
         {kind === "repository" && (

@@ -1,47 +1,14 @@
 // One deployment: status, URL, revisions timeline, live logs, actions, secrets, spec, tags, charts.
 import { useEffect, useState } from "preact/hooks";
-import { type Deployment, type Revision, unwrap } from "../../sdk/client.ts";
-import { followLogs, isTerminalStatus } from "../../sdk/revisions.ts";
+import { createSlipway, type Deployment, type Revision, SlipwayError, unwrap } from "../../sdk/client.ts";
+import { isTerminalStatus } from "../../sdk/revisions.ts";
 import { Metrics } from "./charts.tsx";
-import type { Session } from "./session.ts";
+import { LiveLog } from "./logs.tsx";
+import { apiBase, type Session, storedKey } from "./session.ts";
 import { Tags } from "./tags.tsx";
-import { ErrorBox, Section, Status, useAction, useEvents, useLoad } from "./ui.tsx";
+import { ErrorBox, ExternalLink, Section, Status, useAction, useEvents, useLoad } from "./ui.tsx";
 
 const PAGE_EVENTS = ["revision.status_changed", "deployment.status_changed"];
-
-function LiveLog({ session, dep, revisionId }: { session: Session; dep: Deployment; revisionId: string }) {
-  const [type, setType] = useState<"build" | "deploy">("build");
-  const [lines, setLines] = useState<string[]>([]);
-  const [error, setError] = useState<string>();
-  useEffect(() => {
-    const abort = new AbortController();
-    setLines([]);
-    setError(undefined);
-    (async () => {
-      for await (const l of followLogs(session.client, dep.id, revisionId, { type, signal: abort.signal })) {
-        setLines((prev) => [...prev.slice(-1999), l.line]);
-      }
-    })().catch((err: unknown) => {
-      if (!abort.signal.aborted) setError(err instanceof Error ? err.message : String(err));
-    });
-    return () => abort.abort();
-  }, [dep.id, revisionId, type, session]);
-  return (
-    <div>
-      <div class="tabs" role="tablist">
-        {(["build", "deploy"] as const).map((t) => (
-          <button type="button" role="tab" aria-selected={t === type} onClick={() => setType(t)}>
-            {t} log
-          </button>
-        ))}
-      </div>
-      <ErrorBox error={error} />
-      <pre class="log" data-testid="log">
-        {lines.join("\n") || "(no lines yet)"}
-      </pre>
-    </div>
-  );
-}
 
 function Secrets({ session, dep, onSaved }: { session: Session; dep: Deployment; onSaved: () => void }) {
   const [rows, setRows] = useState(dep.secrets.map((s) => ({ ...s })));
@@ -121,11 +88,11 @@ function Timeline({
   return (
     <ol class="timeline">
       <ErrorBox error={action.error} />
-      {revisions.map((r, i) => (
+      {revisions.map((r) => (
         <li class={r.id === selected ? "selected" : ""}>
           <div class="toolbar">
             <button type="button" class="link" onClick={() => select(r.id)}>
-              #{revisions.length - i} {r.id.slice(0, 8)}
+              #{r.number} {r.id.slice(0, 8)}
             </button>
             <Status status={r.status} />
             {r.id === dep.active_revision_id && <span class="badge">active</span>}
@@ -176,17 +143,55 @@ function Timeline({
   );
 }
 
-export function DeploymentPage({ session, id }: { session: Session; id: string }) {
+/**
+ * Another of the key's workspaces that holds deployment `id` (a link from the hosted service's CLI
+ * names no workspace); undefined when none does.
+ */
+async function workspaceHolding(session: Session, id: string): Promise<string | undefined> {
+  const apiKey = storedKey();
+  if (!apiKey) return undefined;
+  const workspaces = await unwrap(session.client.api.GET("/v1/workspaces", {}));
+  const found = await Promise.all(
+    workspaces
+      .filter((w) => w.id !== session.workspace)
+      .map(async (w) => {
+        const client = createSlipway({ baseUrl: apiBase(), apiKey, workspace: w.id });
+        const res = await client.api.GET("/v2/deployments/{deployment_id}", {
+          params: { path: { deployment_id: id } },
+        });
+        return res.response.ok ? w.id : undefined;
+      }),
+  );
+  return found.find((w) => w !== undefined);
+}
+
+export function DeploymentPage({
+  session,
+  id,
+  onWorkspace,
+}: {
+  session: Session;
+  id: string;
+  /** Switches the console to the workspace that holds this deployment. */
+  onWorkspace: (workspace: string) => void;
+}) {
   const [selected, setSelected] = useState<string>();
-  const dep = useLoad(
-    () =>
-      unwrap(
+  const dep = useLoad(async () => {
+    try {
+      return await unwrap(
         session.client.api.GET("/v2/deployments/{deployment_id}", {
           params: { path: { deployment_id: id } },
         }),
-      ),
-    [id],
-  );
+      );
+    } catch (err) {
+      if (!(err instanceof SlipwayError) || err.status !== 404) throw err;
+      const home = await workspaceHolding(session, id).catch(() => undefined);
+      if (home === undefined) throw err;
+      // The page is made again in that workspace.
+      onWorkspace(home);
+      throw new Error("Opening the deployment in its workspace…");
+    }
+  }, [id]);
   const revs = useLoad(
     () =>
       unwrap(
@@ -208,18 +213,21 @@ export function DeploymentPage({ session, id }: { session: Session; id: string }
   const d = dep.data;
   if (dep.error) return <ErrorBox error={dep.error} />;
   if (!d) return <p class="muted">Loading…</p>;
-  const shown = selected ?? revs.data?.resources[0]?.id;
+  const list = revs.data?.resources ?? [];
+  const shown = list.find((r) => r.id === selected) ?? list[0];
   return (
     <section>
       <h2>
-        {d.name} <Status status={d.status} />
+        {d.name}{" "}
+        {d.latest_revision_status && <Status status={d.latest_revision_status} title="Latest revision" />}{" "}
+        <small class="muted" title="Deployment status">
+          {d.status}
+        </small>
       </h2>
       <p>
         URL:{" "}
         {d.source_config.custom_url ? (
-          <a href={d.source_config.custom_url} target="_blank" rel="noreferrer" data-testid="app-url">
-            {d.source_config.custom_url}
-          </a>
+          <ExternalLink href={d.source_config.custom_url} testId="app-url" />
         ) : (
           "–"
         )}{" "}
@@ -256,14 +264,18 @@ export function DeploymentPage({ session, id }: { session: Session; id: string }
               session={session}
               dep={d}
               revisions={revs.data.resources}
-              selected={shown}
+              selected={shown?.id}
               select={setSelected}
               changed={reload}
             />
           )}
         </Section>
         <Section title="Logs">
-          {shown ? <LiveLog session={session} dep={d} revisionId={shown} /> : <p>No revision.</p>}
+          {shown ? (
+            <LiveLog key={shown.id} session={session} dep={d} revision={shown} />
+          ) : (
+            <p>No revision.</p>
+          )}
         </Section>
       </div>
       <Section title="Traffic (last hour)">

@@ -1,17 +1,43 @@
-// The deployments list: search by name, status filter, paging.
+// The deployments list: search by name, status filter, paging. A row's badge is its latest
+// revision's state (a crashed app's deployment is still READY; its latest revision is DEPLOY_FAILED).
 import { useState } from "preact/hooks";
 import { unwrap } from "../../sdk/client.ts";
 import type { Session } from "./session.ts";
-import { ErrorBox, Status, useEvents, useLoad } from "./ui.tsx";
+import { ErrorBox, ExternalLink, Status, useEvents, useLoad } from "./ui.tsx";
 
-const STATUSES = ["", "READY", "AWAITING_DATABASE", "UNUSED", "AWAITING_DELETE", "UNKNOWN"];
+const DEPLOYMENT_STATUSES = ["READY", "AWAITING_DATABASE", "UNUSED", "AWAITING_DELETE", "UNKNOWN"];
+const REVISION_STATUSES = [
+  "QUEUED",
+  "AWAITING_BUILD",
+  "BUILDING",
+  "AWAITING_DEPLOY",
+  "DEPLOYING",
+  "DEPLOYED",
+  "CREATE_FAILED",
+  "BUILD_FAILED",
+  "DEPLOY_FAILED",
+  "SKIPPED",
+  "INTERRUPTED",
+  "UNKNOWN",
+];
+const FAILED = "CREATE_FAILED,BUILD_FAILED,DEPLOY_FAILED";
+
+/**
+ * The filter's value names what it filters: `revision:A,B` the latest revision's state
+ * (`latest_revision_status=`), `deployment:S` the deployment's own status (`status=`).
+ */
+function filterQuery(filter: string): { status?: string; latest_revision_status?: string } {
+  const [on, value] = filter.split(":");
+  if (!value) return {};
+  return on === "revision" ? { latest_revision_status: value } : { status: value };
+}
 const PAGE = 20;
 /** What changes a row of the list: the page refreshes on these, not on a timer. */
 const LIST_EVENTS = ["deployment.created", "deployment.deleted", "deployment.status_changed"];
 
 export function DeploymentsPage({ session }: { session: Session }) {
   const [search, setSearch] = useState("");
-  const [status, setStatus] = useState("");
+  const [filter, setFilter] = useState("");
   const [offsets, setOffsets] = useState<number[]>([0]);
   const offset = offsets.at(-1) ?? 0;
   const { data, error, reload } = useLoad(
@@ -23,12 +49,12 @@ export function DeploymentsPage({ session }: { session: Session }) {
               limit: PAGE,
               offset,
               ...(search ? { name_contains: search } : {}),
-              ...(status ? { status } : {}),
+              ...filterQuery(filter),
             },
           },
         }),
       ),
-    [search, status, offset],
+    [search, filter, offset],
   );
   useEvents(session.client, LIST_EVENTS, reload);
   return (
@@ -47,15 +73,24 @@ export function DeploymentsPage({ session }: { session: Session }) {
         />
         <select
           aria-label="Status"
-          value={status}
+          value={filter}
           onChange={(e) => {
-            setStatus(e.currentTarget.value);
+            setFilter(e.currentTarget.value);
             setOffsets([0]);
           }}
         >
-          {STATUSES.map((s) => (
-            <option value={s}>{s || "any status"}</option>
-          ))}
+          <option value="">any status</option>
+          <optgroup label="Latest revision">
+            <option value={`revision:${FAILED}`}>failed (create, build or deploy)</option>
+            {REVISION_STATUSES.map((s) => (
+              <option value={`revision:${s}`}>{s}</option>
+            ))}
+          </optgroup>
+          <optgroup label="Deployment">
+            {DEPLOYMENT_STATUSES.map((s) => (
+              <option value={`deployment:${s}`}>{s}</option>
+            ))}
+          </optgroup>
         </select>
         {session.role !== "viewer" && (
           <a class="button" href="#/new">
@@ -81,10 +116,21 @@ export function DeploymentsPage({ session }: { session: Session }) {
                 <a href={`#/deployments/${d.id}`}>{d.name}</a>
               </td>
               <td>
-                <Status status={d.status} />
+                {d.latest_revision_status ? (
+                  <>
+                    <Status status={d.latest_revision_status} title="Latest revision" />{" "}
+                    <small class="muted" title="Deployment status">
+                      {d.status}
+                    </small>
+                  </>
+                ) : (
+                  <Status status={d.status} title="Deployment status (no revision yet)" />
+                )}
               </td>
               <td>{d.source}</td>
-              <td>{d.source_config.custom_url ?? "–"}</td>
+              <td class="url">
+                {d.source_config.custom_url ? <ExternalLink href={d.source_config.custom_url} /> : "–"}
+              </td>
               <td>{new Date(d.updated_at).toLocaleString()}</td>
             </tr>
           ))}

@@ -2,10 +2,11 @@
 // so the console works under any SLIPWAY_BASE_PATH).
 import { render } from "preact";
 import { useEffect, useState } from "preact/hooks";
-import { AdminPage, IntegrationsPage, ProvidersPage } from "./admin.tsx";
-import { CreatePage } from "./create.tsx";
+import { AdminPage, IntegrationsPage } from "./admin.tsx";
+import { CreatePage, loadTemplates } from "./create.tsx";
 import { DeploymentPage } from "./deployment.tsx";
 import { DeploymentsPage } from "./deployments.tsx";
+import { ProvidersPage } from "./providers.tsx";
 import { inWorkspace, type Session, signIn, signOut, storedKey } from "./session.ts";
 import "./style.css";
 import { ErrorBox } from "./ui.tsx";
@@ -55,9 +56,19 @@ function SignIn({ onSession }: { onSession: (s: Session) => void }) {
   );
 }
 
-function Page({ session, hash }: { session: Session; hash: string }) {
+function Page({
+  session,
+  hash,
+  onWorkspace,
+}: {
+  session: Session;
+  hash: string;
+  onWorkspace: (workspace: string | undefined) => void;
+}) {
   const [, page, id] = hash.split("/");
-  if (page === "deployments" && id) return <DeploymentPage session={session} id={id} />;
+  if (page === "deployments" && id)
+    // Keyed by id: another deployment's page starts empty instead of showing this one's data.
+    return <DeploymentPage key={id} session={session} id={id} onWorkspace={onWorkspace} />;
   if (page === "new" && session.role !== "viewer") return <CreatePage session={session} />;
   if (page === "providers") return <ProvidersPage session={session} />;
   if (page === "integrations") return <IntegrationsPage session={session} />;
@@ -76,7 +87,13 @@ function App() {
       .then(setSession, signOut)
       .finally(() => setRestoring(false));
   }, []);
+  // The New deployment form's template list is asked for now, so that it is there when the form opens.
+  useEffect(() => {
+    if (session && session.role !== "viewer") loadTemplates(session.client).catch(() => undefined);
+  }, [session]);
   if (restoring) return <p class="muted">Signing in…</p>;
+  const pick = (workspace: string | undefined) =>
+    session && setSession(inWorkspace(session, storedKey() ?? "", workspace));
   if (!session) return <SignIn onSession={setSession} />;
   return (
     <>
@@ -89,10 +106,7 @@ function App() {
           <a href="#/integrations">Integrations</a>
           {session.role === "admin" && <a href="#/admin">Keys &amp; workspaces</a>}
         </nav>
-        <WorkspacePicker
-          session={session}
-          onPick={(workspace) => setSession(inWorkspace(session, storedKey() ?? "", workspace))}
-        />
+        <WorkspacePicker session={session} onPick={pick} />
         <span class="muted">{session.role}</span>
         <button
           type="button"
@@ -106,7 +120,7 @@ function App() {
         </button>
       </header>
       <main>
-        <Page key={session.workspace ?? ""} session={session} hash={hash} />
+        <Page key={session.workspace ?? ""} session={session} hash={hash} onWorkspace={pick} />
       </main>
     </>
   );

@@ -11,6 +11,15 @@ export function apiBase(): string {
   return location.origin + (at >= 0 ? path.slice(0, at) : "");
 }
 
+/**
+ * The server's public URL and base path (what OAuth callback URLs are made of), from the page's
+ * `slipway-public-base` meta tag; where a page has none, this page's own origin and base path.
+ */
+export function publicBase(): string {
+  const meta = document.querySelector<HTMLMetaElement>('meta[name="slipway-public-base"]');
+  return meta?.content || apiBase();
+}
+
 export type Role = "admin" | "member" | "viewer";
 
 export interface Session {

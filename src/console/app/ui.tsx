@@ -32,7 +32,7 @@ export function ErrorBox({ error }: { error?: string }) {
   ) : null;
 }
 
-export function Status({ status }: { status: string }) {
+export function Status({ status, title }: { status: string; title?: string }) {
   const kind = /FAILED|UNKNOWN/.test(status)
     ? "bad"
     : status === "DEPLOYED" || status === "READY"
@@ -40,7 +40,24 @@ export function Status({ status }: { status: string }) {
       : /SKIPPED|INTERRUPTED|UNUSED/.test(status)
         ? "muted"
         : "busy";
-  return <span class={`status ${kind}`}>{status}</span>;
+  return (
+    <span class={`status ${kind}`} title={title}>
+      {status}
+    </span>
+  );
+}
+
+/**
+ * A link out of the console (an app's URL): a new tab that cannot reach back into this one. Only
+ * http(s) addresses become links (never `javascript:`), others are shown as text.
+ */
+export function ExternalLink({ href, testId }: { href: string; testId?: string }) {
+  if (!/^https?:\/\//i.test(href)) return <span data-testid={testId}>{href}</span>;
+  return (
+    <a href={href} target="_blank" rel="noopener noreferrer" data-testid={testId}>
+      {href}
+    </a>
+  );
 }
 
 export function Section({ title, children }: { title: string; children: ComponentChildren }) {
