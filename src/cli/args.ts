@@ -1,7 +1,16 @@
 // Argument parsing for the client commands: `--flag value`, `--flag=value`, repeatable flags,
 // booleans, positionals. A bad command line is a UsageError (exit 2).
+import { closest } from "./suggest.ts";
 
-export class UsageError extends Error {}
+/** A bad command line (exit 2). `showUsage`: the command's usage line helps (a missing or unknown argument). */
+export class UsageError extends Error {
+  constructor(
+    message: string,
+    readonly showUsage = false,
+  ) {
+    super(message);
+  }
+}
 
 export interface FlagSpec {
   /** Flags that take no value. */
@@ -28,6 +37,29 @@ export interface Parsed {
   values(name: string): string[];
 }
 
+/** Whether the command line asks for help (`-h` or `--help` before any `--`), whatever else it says. */
+export function wantsHelp(argv: string[]): boolean {
+  const end = argv.indexOf("--");
+  return (end < 0 ? argv : argv.slice(0, end)).some((a) => a === "-h" || a === "--help");
+}
+
+function unknownOption(arg: string, known: Iterable<string>): UsageError {
+  const name = /^--?([^=]*)/.exec(arg)?.[1] ?? "";
+  const guess = name.length > 1 ? closest(name, known) : undefined;
+  const flag = arg.replace(/=.*$/s, "");
+  return new UsageError(`Unknown option ${flag}.${guess ? ` Did you mean --${guess}?` : ""}`, true);
+}
+
+/** A missing or unknown sub-command (`secrets lst`), with the closest known one when there is one. */
+export function actionError(action: string | undefined, actions: string[]): UsageError {
+  if (!action) return new UsageError(`Give an action: ${actions.join(", ")}.`, true);
+  const guess = closest(action, actions);
+  return new UsageError(
+    `Unknown action ${JSON.stringify(action)}.${guess ? ` Did you mean "${guess}"?` : ""}`,
+    true,
+  );
+}
+
 export function parseArgs(argv: string[], spec: FlagSpec): Parsed {
   const booleans = new Set([...GLOBAL.booleans, ...(spec.booleans ?? [])]);
   const valued = new Set([...GLOBAL.values, ...(spec.values ?? [])]);
@@ -44,20 +76,20 @@ export function parseArgs(argv: string[], spec: FlagSpec): Parsed {
     const long = /^--([a-z][a-z0-9-]*)(?:=(.*))?$/s.exec(arg);
     const short = /^-([a-zA-Z])$/.exec(arg);
     if (!long && !short) {
-      if (arg.startsWith("-") && arg !== "-") throw new UsageError(`Unknown option ${arg}.`);
+      if (arg.startsWith("-") && arg !== "-") throw unknownOption(arg, [...booleans, ...valued]);
       positionals.push(arg);
       continue;
     }
     const name = long ? (long[1] ?? "") : (aliases[short?.[1] ?? ""] ?? "");
     if (booleans.has(name)) {
-      if (long?.[2] !== undefined) throw new UsageError(`--${name} takes no value.`);
+      if (long?.[2] !== undefined) throw new UsageError(`--${name} takes no value.`, true);
       add(name, "true");
     } else if (valued.has(name)) {
       const v = long?.[2] ?? argv[++i];
-      if (v === undefined) throw new UsageError(`--${name} needs a value.`);
+      if (v === undefined) throw new UsageError(`--${name} needs a value.`, true);
       add(name, v);
     } else {
-      throw new UsageError(`Unknown option ${arg}.`);
+      throw unknownOption(arg, [...booleans, ...valued]);
     }
   }
   return {

@@ -1,40 +1,33 @@
-// The client commands of `slipway` (everything but serve/migrate/keys rotate): dispatch, help,
-// and one place that turns failures into the exit codes.
-import type { FlagSpec } from "./args.ts";
-import { accountFlags, keys, login, logout, workspaces } from "./commands/account.ts";
+// The client commands of `slipway` (everything but serve/migrate/keys rotate/listener/hook):
+// dispatch, per-command help, and one place that turns failures into the exit codes.
+import { type FlagSpec, UsageError, wantsHelp } from "./args.ts";
+import {
+  accountFlags,
+  keys,
+  login,
+  loginFlags,
+  logout,
+  logoutFlags,
+  workspaces,
+} from "./commands/account.ts";
 import { deploy, deployFlags } from "./commands/deploy.ts";
 import {
-  deploymentFlags,
-  interrupt,
-  logs,
+  deleteFlags,
   ls,
+  lsFlags,
+  nameOnlyFlags,
   open,
   remove,
   revisions,
-  rollback,
   status,
 } from "./commands/deployments.ts";
+import { logs, logsFlags } from "./commands/logs.ts";
 import { listeners, providerFlags, providers } from "./commands/providers.ts";
+import { interrupt, interruptFlags, rollback, rollbackFlags } from "./commands/rollback.ts";
 import { secrets } from "./commands/secrets.ts";
 import { type Context, makeContext } from "./context.ts";
-import { exitCodeOf } from "./output.ts";
-
-export const CLIENT_USAGE = `Client commands (talk to a Slipway server over its HTTP API):
-  login --url URL [--api-key KEY] [--profile P] [--workspace ID]   store a profile
-  logout [--profile P]
-  deploy [DIR] [--name N] [--config slipway.json] [--image URI | --repo URL --ref REF --integration ID
-         | --template T] [--secret NAME=VALUE]… [--env-file F] [--no-wait]
-  ls [--status S] [--name-contains T]      status NAME      revisions NAME
-  logs NAME [-f] [--build] [--revision R] [--since ISO]
-  rollback NAME [REVISION] [--no-wait]     interrupt NAME   open NAME   delete NAME [--yes]
-  secrets list|set|unset NAME [NAME=VALUE… | KEY…]
-  providers list|get|create|delete         listeners list
-  keys list|create|revoke                  workspaces list|create
-
-Global options: --json (one JSON value a line) --no-input (never prompt) --profile P --workspace ID
-  --url URL --api-key KEY. SLIPWAY_URL, SLIPWAY_API_KEY and SLIPWAY_PROFILE override the profile.
-Exit codes: 0 ok, 1 deployment failed, 2 usage, 3 authentication or permission, 4 not found,
-  5 conflict, 6 server unreachable.`;
+import { CLIENT_DOCS, type CommandDoc, commandHelp, SERVER_DOCS } from "./help.ts";
+import { EXIT, exitCodeOf, Output } from "./output.ts";
 
 interface Command {
   flags: FlagSpec;
@@ -42,17 +35,17 @@ interface Command {
 }
 
 const COMMANDS: Record<string, Command> = {
-  login: { flags: {}, run: login },
-  logout: { flags: {}, run: logout },
+  login: { flags: loginFlags, run: login },
+  logout: { flags: logoutFlags, run: logout },
   deploy: { flags: deployFlags, run: deploy },
-  ls: { flags: deploymentFlags, run: ls },
-  status: { flags: deploymentFlags, run: status },
-  logs: { flags: deploymentFlags, run: logs },
-  revisions: { flags: deploymentFlags, run: revisions },
-  rollback: { flags: deploymentFlags, run: rollback },
-  interrupt: { flags: deploymentFlags, run: interrupt },
-  open: { flags: deploymentFlags, run: open },
-  delete: { flags: deploymentFlags, run: remove },
+  ls: { flags: lsFlags, run: ls },
+  status: { flags: nameOnlyFlags, run: status },
+  revisions: { flags: nameOnlyFlags, run: revisions },
+  logs: { flags: logsFlags, run: logs },
+  rollback: { flags: rollbackFlags, run: rollback },
+  interrupt: { flags: interruptFlags, run: interrupt },
+  open: { flags: nameOnlyFlags, run: open },
+  delete: { flags: deleteFlags, run: remove },
   secrets: { flags: {}, run: secrets },
   providers: { flags: providerFlags, run: providers },
   listeners: { flags: {}, run: listeners },
@@ -60,24 +53,39 @@ const COMMANDS: Record<string, Command> = {
   workspaces: { flags: {}, run: workspaces },
 };
 
+export const CLIENT_COMMANDS: readonly string[] = Object.keys(COMMANDS);
+
 export const isClientCommand = (name: string): boolean => Object.hasOwn(COMMANDS, name);
+
+/** The doc of a client command; `keys` also lists the server's `keys rotate`. */
+export function clientDoc(name: string): CommandDoc | undefined {
+  const doc = CLIENT_DOCS[name];
+  const rotate = SERVER_DOCS["keys rotate"];
+  if (name === "keys" && doc && rotate) return { ...doc, usage: [...doc.usage, ...rotate.usage] };
+  return doc;
+}
 
 /** Runs a client command; resolves with the process exit code. */
 export async function runClient(name: string, argv: string[]): Promise<number> {
   const command = COMMANDS[name];
-  if (!command) return 2;
+  const doc = clientDoc(name);
+  if (!command || !doc) return EXIT.usage;
+  // Help wins over everything else on the line, even arguments that would not parse.
+  if (wantsHelp(argv)) {
+    process.stdout.write(`${commandHelp(doc)}\n`);
+    return EXIT.ok;
+  }
   let ctx: Context | undefined;
   try {
-    ctx = makeContext(argv, command.flags);
-    if (ctx.args.bool("help")) {
-      console.log(CLIENT_USAGE);
-      return 0;
-    }
+    ctx = makeContext(name, argv, command.flags);
     await command.run(ctx);
-    return 0;
+    return EXIT.ok;
   } catch (err) {
-    if (ctx) ctx.out.error(err);
-    else process.stderr.write(`Error: ${err instanceof Error ? err.message : String(err)}\n`);
+    (ctx?.out ?? new Output(argv.includes("--json"))).error(err);
+    if (err instanceof UsageError && err.showUsage) {
+      const lines = doc.usage.map((u, i) => `${i ? "       " : "Usage: "}slipway ${u}`).join("\n");
+      process.stderr.write(`${lines}\nRun \`slipway ${name} --help\` for its options.\n`);
+    }
     return exitCodeOf(err);
   }
 }

@@ -8,11 +8,11 @@ import { pathToFileURL } from "node:url";
 import { sign } from "@octokit/webhooks-methods";
 import { parseArgs, UsageError } from "./args.ts";
 
-export const HOOK_USAGE = `Usage: slipway hook post-receive --url <slipway url> --integration <id> --secret-file <file>
+export const HOOK_USAGE = `Usage: slipway hook post-receive --url URL --integration ID --secret-file FILE
 
 Reads the "<old> <new> <ref>" lines git gives a post-receive hook on stdin and sends one signed push
-webhook per updated branch to <slipway url>/v1/integrations/forge/codehost/<id>/webhook. The secret
-file holds the integration's webhook secret (from its create answer or POST …/webhook-secret).
+webhook per updated branch to URL/v1/integrations/forge/codehost/ID/webhook (URL: Slipway's). FILE
+holds the integration's webhook secret (from its create answer or POST …/webhook-secret).
 Put this in <repository>/hooks/post-receive (executable):
 
   #!/bin/sh

@@ -1,23 +1,13 @@
+// The `slipway` command: server commands here (their modules load only for them, so client
+// commands start quickly), client commands in client.ts; --help, --version, "did you mean".
 import { ConfigError } from "../config.ts";
-import { CLIENT_USAGE, isClientCommand, runClient } from "./client.ts";
+import { UsageError, wantsHelp } from "./args.ts";
+import { CLIENT_COMMANDS, clientDoc, isClientCommand, runClient } from "./client.ts";
+import { type CommandDoc, commandHelp, generalHelp, SERVER_DOCS } from "./help.ts";
+import { describeStartupError } from "./startup-errors.ts";
+import { closest } from "./suggest.ts";
+import { packageVersion } from "./version.ts";
 
-const USAGE = `Usage: slipway <command>
-
-Server commands:
-  serve                 run the API server (what \`npm start\` runs)
-  migrate               apply pending database migrations and exit
-  keys rotate [--new]   re-encrypt every stored secret under the active master key;
-                        with --new (embedded key file only) first generate a new active key
-  listener [options]    run in (or beside) a Kubernetes cluster: apply what the control plane
-                        wants there and report back (\`slipway listener --help\`)
-  hook post-receive     from a git post-receive hook: send Slipway a signed push so local_git
-                        deployments build at once (\`slipway hook post-receive --help\`)
-
-Server configuration comes from the environment: see README.md.
-
-${CLIENT_USAGE}`;
-
-// Server modules load only for server commands, so client commands start quickly.
 async function serve(): Promise<void> {
   const { loadConfig } = await import("../config.ts");
   const { startServer } = await import("../server.ts");
@@ -84,7 +74,7 @@ async function rotate(args: string[]): Promise<void> {
 async function listener(args: string[]): Promise<void> {
   const { Listener } = await import("../listener/listener.ts");
   const { LISTENER_USAGE, parseListenerArgs } = await import("../listener/options.ts");
-  if (args.includes("--help")) {
+  if (wantsHelp(args)) {
     console.log(LISTENER_USAGE);
     return;
   }
@@ -104,14 +94,15 @@ async function listener(args: string[]): Promise<void> {
 
 async function hook(args: string[]): Promise<void> {
   const { HOOK_USAGE, postReceive } = await import("./hook.ts");
-  const { UsageError } = await import("./args.ts");
   if (args[0] !== "post-receive") {
-    console.error(HOOK_USAGE);
-    process.exitCode = 2;
+    // `slipway hook --help` asks for this; anything else is a mistake.
+    const help = wantsHelp(args);
+    (help ? process.stdout : process.stderr).write(`${HOOK_USAGE}\n`);
+    process.exitCode = help ? 0 : 2;
     return;
   }
   const chunks: Buffer[] = [];
-  if (!process.stdin.isTTY) for await (const c of process.stdin) chunks.push(c as Buffer);
+  if (!process.stdin.isTTY && !wantsHelp(args)) for await (const c of process.stdin) chunks.push(c as Buffer);
   try {
     process.exitCode = await postReceive(args.slice(1), Buffer.concat(chunks).toString("utf8"));
   } catch (err) {
@@ -121,40 +112,125 @@ async function hook(args: string[]): Promise<void> {
   }
 }
 
+/** A server command's own help, or a usage error for arguments it does not take. */
+function serverCommand(name: string, args: string[], run: () => Promise<void>): Promise<void> {
+  const doc = SERVER_DOCS[name] as CommandDoc;
+  if (wantsHelp(args)) {
+    process.stdout.write(`${commandHelp(doc, false)}\n`);
+    return Promise.resolve();
+  }
+  const known = name === "keys rotate" ? ["--new"] : [];
+  const extra = args.find((a) => !known.includes(a));
+  if (extra !== undefined) {
+    const guess = extra.startsWith("--")
+      ? closest(
+          extra.slice(2),
+          known.map((k) => k.slice(2)),
+        )
+      : undefined;
+    throw new UsageError(
+      `slipway ${name} takes ${known.length ? `only ${known.join(" ")}` : "no arguments"} (it is configured by the environment), not ${JSON.stringify(extra)}.${guess ? ` Did you mean --${guess}?` : ""}`,
+    );
+  }
+  return run();
+}
+
+/** Options every client command takes, accepted before the command too (`slipway --json ls`). */
+const GLOBAL_BOOLEANS = ["--json", "--no-input"];
+const GLOBAL_VALUES = ["--profile", "--workspace", "--url", "--api-key"];
+const ALL_COMMANDS = [...CLIENT_COMMANDS, "serve", "migrate", "listener", "hook", "help", "version"];
+
+/** Quiet on a closed pipe (`slipway logs app | head -1`): the reader has what it wanted. */
+function quietOnClosedPipe(): void {
+  for (const stream of [process.stdout, process.stderr]) {
+    stream.on("error", (err: NodeJS.ErrnoException) => {
+      if (err.code === "EPIPE") process.exit(0);
+      throw err;
+    });
+  }
+}
+
 async function main(argv: string[]): Promise<void> {
-  const [command, ...rest] = argv;
+  const globals: string[] = [];
+  let i = 0;
+  for (; i < argv.length && (argv[i] ?? "").startsWith("-"); i++) {
+    const arg = argv[i] ?? "";
+    const flag = arg.replace(/=.*$/s, "");
+    if (arg === "--version" || arg === "-v") {
+      quietOnClosedPipe();
+      console.log(packageVersion());
+      return;
+    }
+    if (arg === "--help" || arg === "-h") break;
+    if (GLOBAL_BOOLEANS.includes(arg)) globals.push(arg);
+    else if (GLOBAL_VALUES.includes(flag)) {
+      globals.push(arg);
+      if (flag === arg && argv[i + 1] !== undefined) globals.push(argv[++i] ?? "");
+    } else {
+      const guess = closest(flag.replace(/^-+/, ""), [
+        ...[...GLOBAL_BOOLEANS, ...GLOBAL_VALUES].map((g) => g.slice(2)),
+        "help",
+        "version",
+      ]);
+      throw new UsageError(
+        `Unknown option ${flag}.${guess ? ` Did you mean --${guess}?` : ""} Run \`slipway --help\` for the commands and options.`,
+      );
+    }
+  }
+  const [command, ...rest] = argv.slice(i);
+  const clientArgs = [...globals, ...rest];
   switch (command) {
     case "serve":
-      return serve();
+      return serverCommand("serve", rest, serve);
     case "migrate":
-      return migrateOnly();
+      return serverCommand("migrate", rest, migrateOnly);
     case "listener":
       return listener(rest);
     case "hook":
       return hook(rest);
     case "keys":
-      if (rest[0] === "rotate") return rotate(rest.slice(1));
-      process.exitCode = await runClient("keys", rest);
+      if (rest[0] === "rotate")
+        return serverCommand("keys rotate", rest.slice(1), () => rotate(rest.slice(1)));
+      break;
+    case "version":
+      quietOnClosedPipe();
+      console.log(packageVersion());
       return;
     case undefined:
     case "help":
     case "--help":
-      console.log(USAGE);
+    case "-h": {
+      quietOnClosedPipe();
+      const topic = command === "help" ? rest[0] : undefined;
+      const doc = topic === undefined ? undefined : (clientDoc(topic) ?? SERVER_DOCS[topic]);
+      if (topic !== undefined && !doc) throw unknownCommand(topic);
+      console.log(topic && doc ? commandHelp(doc, isClientCommand(topic)) : generalHelp());
       return;
+    }
   }
   if (command && isClientCommand(command)) {
-    process.exitCode = await runClient(command, rest);
+    quietOnClosedPipe();
+    process.exitCode = await runClient(command, clientArgs);
     return;
   }
-  console.error(USAGE);
-  process.exitCode = 2;
+  throw unknownCommand(command ?? "");
+}
+
+function unknownCommand(name: string): UsageError {
+  const guess = closest(name, ALL_COMMANDS);
+  return new UsageError(
+    `Unknown command ${JSON.stringify(name)}.${guess ? ` Did you mean ${JSON.stringify(guess)}?` : ""}\nRun \`slipway --help\` for the list of commands.`,
+  );
 }
 
 main(process.argv.slice(2)).catch((err) => {
-  if (err instanceof ConfigError) {
-    console.error(`Configuration error: ${err.message}`);
-  } else {
-    console.error(err instanceof Error ? (err.stack ?? err.message) : err);
+  if (err instanceof UsageError) {
+    console.error(err.message);
+    process.exit(2);
   }
+  const startup = describeStartupError(err, process.env.DATABASE_URL);
+  if (startup) console.error(`Error: ${startup}`);
+  else if (err instanceof ConfigError) console.error(`Configuration error: ${err.message}`);
+  else console.error(err instanceof Error ? (err.stack ?? err.message) : err);
   process.exit(1);
 });

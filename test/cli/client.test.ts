@@ -145,7 +145,7 @@ forEachDatabase(
       assert.equal(missing.code, 2);
     });
 
-    it("a failing build exits 1 and prints the build log's tail", async () => {
+    it("a failing build exits 1 and prints the reason, the build log's tail and the command for the rest", async () => {
       const created = await suite.ctx.app.inject({
         method: "POST",
         url: "/v2/deployments",
@@ -160,8 +160,10 @@ forEachDatabase(
       ids.push(created.json().id);
       const res = await runCli(["deploy", dir, "--name", `broken-${kind}`], env);
       assert.equal(res.code, 1, res.stdout + res.stderr);
-      assert.match(res.stderr, /BUILD_FAILED/);
-      assert.match(res.stderr, /Last lines of the build log:[\s\S]*boom-from-install/);
+      assert.match(res.stderr, /^BUILD_FAILED: \S/m);
+      assert.doesNotMatch(res.stderr, /BUILD_FAILED: BUILD_FAILED/);
+      assert.match(res.stderr, /Last lines of the build log of revision #1:\n[\s\S]*boom-from-install/);
+      assert.match(res.stderr, new RegExp(`^Next: slipway logs broken-${kind} --revision 1 --build$`, "m"));
     });
   },
   { env: { ...e2eEnv(git.root, appsPort), SLIPWAY_PUBLIC_URL: `http://127.0.0.1:${apiPort}` } },

@@ -52,7 +52,7 @@ forEachDatabase("slipway CLI commands: exit codes, keys, providers, listeners", 
     assert.equal(ws.code, 0, ws.stderr);
     const dup = await runCli(["workspaces", "create", "dup"], env);
     assert.equal(dup.code, 5);
-    assert.match(dup.stderr, /^Error: .+/);
+    assert.match(dup.stderr, /^Error: .+/m);
     const down = await runCli(["ls"], { ...env, SLIPWAY_URL: `http://127.0.0.1:${await freePort()}` });
     assert.equal(down.code, 6);
     for (const r of [usage, denied, missing, dup, down]) assert.doesNotMatch(r.stderr, /\n\s+at /);

@@ -1,21 +1,22 @@
 // Credentials and tenancy: login/logout (profiles), keys list|create|revoke, workspaces list|create.
 import { createSlipway, unwrap } from "../../sdk/client.ts";
-import { type FlagSpec, UsageError } from "../args.ts";
+import { actionError, type FlagSpec, UsageError } from "../args.ts";
 import { type Context, need } from "../context.ts";
 import { configPath, readProfiles, writeProfiles } from "../profile.ts";
 
 export const accountFlags: FlagSpec = { values: ["role", "description", "workspace-id"] };
+export const loginFlags: FlagSpec = {};
+export const logoutFlags: FlagSpec = {};
 
 export async function login(ctx: Context): Promise<void> {
   const { args } = ctx;
   const url = args.value("url") ?? process.env.SLIPWAY_URL;
-  if (!url)
-    throw new UsageError("Usage: slipway login --url URL [--api-key KEY] [--profile NAME] [--workspace ID]");
+  if (!url) throw new UsageError("Give --url URL (or set SLIPWAY_URL).", true);
   let apiKey = args.value("api-key") ?? process.env.SLIPWAY_API_KEY;
   if (!apiKey) {
     if (!ctx.canPrompt)
       throw new UsageError("Give --api-key KEY (or SLIPWAY_API_KEY): there is no terminal to ask on.");
-    apiKey = await ctx.prompt("API key: ");
+    apiKey = await ctx.promptHidden("API key (not shown as you type): ");
     if (!apiKey) throw new UsageError("No API key given.");
   }
   const workspace = args.value("workspace");
@@ -51,8 +52,11 @@ export async function logout(ctx: Context): Promise<void> {
 const ROLES = ["admin", "member", "viewer"] as const;
 
 export async function keys(ctx: Context): Promise<void> {
-  const client = ctx.client();
   const [action] = ctx.args.positionals;
+  // Checked before the credentials are: a typo is a usage error wherever it is typed.
+  if (!action || !["list", "create", "revoke"].includes(action))
+    throw actionError(action, ["list", "create", "revoke", "rotate"]);
+  const client = ctx.client();
   if (action === "list") {
     const list = await unwrap(client.api.GET("/v1/api-keys", {}));
     ctx.out.result(list, {
@@ -80,15 +84,14 @@ export async function keys(ctx: Context): Promise<void> {
     const revoked = await unwrap(client.api.DELETE("/v1/api-keys/{id}", { params: { path: { id } } }));
     ctx.out.result(revoked, { rows: [revoked], columns: ["id", "prefix", "revoked_at"] });
   } else {
-    throw new UsageError(
-      "Usage: slipway keys list | create [--role R] [--description D] [--workspace-id ID] | revoke ID",
-    );
+    throw actionError(action, ["list", "create", "revoke", "rotate"]);
   }
 }
 
 export async function workspaces(ctx: Context): Promise<void> {
-  const client = ctx.client();
   const [action] = ctx.args.positionals;
+  if (!action || !["list", "create"].includes(action)) throw actionError(action, ["list", "create"]);
+  const client = ctx.client();
   if (action === "list") {
     const list = await unwrap(client.api.GET("/v1/workspaces", {}));
     ctx.out.result(list, { rows: list, columns: ["id", "name", "created_at"] });
@@ -97,6 +100,6 @@ export async function workspaces(ctx: Context): Promise<void> {
     const created = await unwrap(client.api.POST("/v1/workspaces", { body: { name } }));
     ctx.out.result(created, { rows: [created], columns: ["id", "name"] });
   } else {
-    throw new UsageError("Usage: slipway workspaces list | create NAME");
+    throw actionError(action, ["list", "create"]);
   }
 }

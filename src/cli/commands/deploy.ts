@@ -1,23 +1,16 @@
-// `slipway deploy [DIR]`: find or create the deployment, send the new source, follow it to the end.
-import { existsSync, readFileSync, statSync } from "node:fs";
-import { basename, join, resolve } from "node:path";
-import {
-  type CreateDeploymentBody,
-  type Deployment,
-  type PatchDeploymentBody,
-  unwrap,
-} from "../../sdk/client.ts";
-import { uploadDirectory } from "../../sdk/upload.ts";
+// `slipway deploy [DIR]`: the SDK's deploy() (find or create, send the source, wait), printed.
+import { existsSync, readFileSync } from "node:fs";
+import { resolve } from "node:path";
+import { type DeployOptions, deploy as deployWithSdk, type Secret } from "../../sdk/deploy.ts";
+import { formatBytes } from "../../sdk/upload.ts";
 import { type FlagSpec, parseAssignment, parseEnvFile, UsageError } from "../args.ts";
-import { type Context, deploymentNamed } from "../context.ts";
-import { watchRevision } from "./watch.ts";
+import { atMost, type Context } from "../context.ts";
+import { interruptible, Progress, report } from "./watch.ts";
 
 export const deployFlags: FlagSpec = {
   booleans: ["no-wait"],
   values: ["name", "config", "image", "repo", "ref", "integration", "template", "secret", "env-file"],
 };
-
-type Secret = { name: string; value: string };
 
 /** --env-file entries, then --secret ones (a later one wins for the same name). */
 function secretsFromFlags(ctx: Context): Secret[] {
@@ -33,108 +26,75 @@ function secretsFromFlags(ctx: Context): Secret[] {
   return [...byName].map(([name, value]) => ({ name, value }));
 }
 
-/** The deployment's secrets (masked values keep what is stored) with `changes` laid over them. */
-export function mergeSecrets(current: Secret[], changes: Secret[], remove: string[] = []): Secret[] {
-  const byName = new Map(current.map((s) => [s.name, s.value]));
-  for (const s of changes) byName.set(s.name, s.value);
-  for (const n of remove) byName.delete(n);
-  return [...byName].map(([name, value]) => ({ name, value }));
-}
-
-type Source = "internal_source" | "external_docker" | "codehost" | "internal_template";
-
-function chooseSource(ctx: Context): Source {
-  const given = (["image", "repo", "template"] as const).filter((f) => ctx.args.value(f) !== undefined);
+/** The source the flags name, as deploy() takes it. */
+function sourceFromFlags(ctx: Context): Pick<DeployOptions, "directory" | "image" | "template" | "repo"> {
+  const { args } = ctx;
+  const given = (["image", "repo", "template"] as const).filter((f) => args.value(f) !== undefined);
   if (given.length > 1)
     throw new UsageError(
       `Give one of --image, --repo, --template, not ${given.map((g) => `--${g}`).join(" and ")}.`,
     );
-  if (ctx.args.value("image")) return "external_docker";
-  if (ctx.args.value("repo")) {
-    if (!ctx.args.value("integration"))
+  const image = args.value("image");
+  const repo = args.value("repo");
+  const template = args.value("template");
+  if (given.length && args.positionals.length)
+    throw new UsageError(`A directory and --${given[0]} are two sources: give one.`, true);
+  if (image !== undefined) return { image };
+  if (template !== undefined) return { template };
+  if (repo !== undefined) {
+    const integrationId = args.value("integration");
+    if (!integrationId)
       throw new UsageError("--repo needs --integration ID (see the code-host integrations).");
-    return "codehost";
+    return { repo: { url: repo, ref: args.value("ref"), integrationId } };
   }
-  if (ctx.args.value("template")) return "internal_template";
-  return "internal_source";
+  return { directory: resolve(args.positionals[0] ?? ".") };
 }
 
 export async function deploy(ctx: Context): Promise<void> {
   const { args, out } = ctx;
-  if (args.positionals.length > 1) throw new UsageError("deploy takes at most one directory.");
-  const dir = resolve(args.positionals[0] ?? ".");
-  const source = chooseSource(ctx);
-  if (source === "internal_source" && (!existsSync(dir) || !statSync(dir).isDirectory())) {
-    throw new UsageError(`${dir} is not a directory.`);
-  }
-  const name =
-    args.value("name") ??
-    basename(dir)
-      .toLowerCase()
-      .replace(/[^a-z0-9-]+/g, "-");
-  const configPath = args.value("config") ?? "slipway.json";
-  if (source === "internal_source" && !existsSync(join(dir, configPath))) {
-    throw new UsageError(
-      `${join(dir, configPath)} does not exist: add the app's config (see README) or pass --config PATH.`,
-    );
-  }
+  atMost(ctx, 1);
+  const source = sourceFromFlags(ctx);
   const secrets = secretsFromFlags(ctx);
   const client = ctx.client();
-
-  let dep = await deploymentNamed(client, name);
-  let justCreated = false;
-  const revisionConfig: PatchDeploymentBody["source_revision_config"] = {};
-  if (source === "external_docker") revisionConfig.image_uri = args.value("image");
-  if (source === "codehost") {
-    revisionConfig.repo_ref = args.value("ref") ?? "main";
-    revisionConfig.framework_config_path = configPath;
-  }
-  if (source === "internal_template") {
-    revisionConfig.repo_ref = args.value("template");
-    revisionConfig.framework_config_path = configPath;
-  }
-
-  if (!dep) {
-    const body: CreateDeploymentBody = { name, source, secrets };
-    if (source === "codehost") {
-      body.source_config = { integration_id: args.value("integration"), repo_url: args.value("repo") };
-    }
-    // A source upload needs the deployment first (the upload URL is per deployment).
-    if (source !== "internal_source") body.source_revision_config = revisionConfig;
-    dep = await unwrap(client.api.POST("/v2/deployments", { body }));
-    justCreated = true;
-    out.line(`Created deployment ${name} (${dep.id}).`);
-    out.event({ event: "created", deployment_id: dep.id, name });
-  } else if (dep.source !== source) {
-    throw new UsageError(
-      `Deployment ${name} deploys from ${dep.source}, not ${source}: pick the matching option.`,
+  const progress = new Progress(ctx);
+  progress.phase = "Looking up the deployment";
+  let name = args.value("name") ?? "";
+  try {
+    const result = await interruptible(
+      ctx,
+      () => `See: slipway status ${name || "NAME"}`,
+      (signal) =>
+        deployWithSdk(client, {
+          ...source,
+          name: args.value("name"),
+          config: args.value("config"),
+          secrets,
+          wait: !args.bool("no-wait"),
+          signal,
+          onEvent: (e) => {
+            if (e.type === "created") {
+              name = e.deployment.name;
+              out.line(`Created deployment ${e.deployment.name} (${e.deployment.id}).`);
+              out.event({ event: "created", deployment_id: e.deployment.id, name: e.deployment.name });
+            } else if (e.type === "packed") {
+              progress.phase = `Uploading ${e.directory} (${formatBytes(e.bytes)})`;
+            } else if (e.type === "uploaded") {
+              out.line(`Uploaded ${e.directory}.`);
+            } else if (e.type === "queued") {
+              name = e.deployment.name;
+              progress.phase = "QUEUED";
+              out.line(`Revision ${e.revisionId} queued.`);
+              out.event({ event: "queued", deployment_id: e.deployment.id, revision_id: e.revisionId });
+            } else {
+              progress.onEvent(e);
+            }
+          },
+        }),
     );
+    progress.stop();
+    if (args.bool("no-wait")) return;
+    await report(ctx, result.deployment, result, progress.started);
+  } finally {
+    progress.stop();
   }
-
-  let revisionId = dep.latest_revision_id;
-  if (source === "internal_source") {
-    out.spin(`Uploading ${dir}`);
-    revisionConfig.source_tarball_path = await uploadDirectory(client, dep.id, dir);
-    revisionConfig.framework_config_path = configPath;
-    out.stopSpinner();
-    out.line(`Uploaded ${dir}.`);
-  }
-  // A new image, repo or template deployment got its first revision from the POST.
-  if (source === "internal_source" || !justCreated) {
-    const patch: PatchDeploymentBody = { source_revision_config: revisionConfig };
-    if (secrets.length || dep.secrets.length) patch.secrets = mergeSecrets(dep.secrets, secrets);
-    const patched: Deployment = await unwrap(
-      client.api.PATCH("/v2/deployments/{deployment_id}", {
-        params: { path: { deployment_id: dep.id } },
-        body: patch,
-      }),
-    );
-    dep = patched;
-    revisionId = patched.latest_revision_id;
-  }
-  if (!revisionId) throw new UsageError("The server made no revision for this deployment.");
-  out.line(`Revision ${revisionId} queued.`);
-  out.event({ event: "queued", deployment_id: dep.id, revision_id: revisionId });
-  if (args.bool("no-wait")) return;
-  await watchRevision(ctx, dep, revisionId);
 }

@@ -1,36 +1,101 @@
-// Deployment commands: ls, status, logs, revisions, rollback, interrupt, open, delete.
+// Deployment commands: ls, status, revisions, open, delete.
 import { spawn } from "node:child_process";
-import { type Revision, SlipwayError, unwrap } from "../../sdk/client.ts";
-import { followLogs } from "../../sdk/revisions.ts";
+import { type Deployment, type Revision, SlipwayError, unwrap } from "../../sdk/client.ts";
+import { failureReason } from "../../sdk/follow.ts";
+import { getRevision } from "../../sdk/revisions.ts";
 import { type FlagSpec, UsageError } from "../args.ts";
-import { type Context, need, requireDeployment } from "../context.ts";
-import { watchRevision } from "./watch.ts";
+import { atMost, type Context, need, requireDeployment } from "../context.ts";
 
-export const deploymentFlags: FlagSpec = {
-  booleans: ["follow", "build", "yes", "no-wait", "all"],
-  values: ["revision", "since", "status", "limit", "offset", "name-contains"],
-  aliases: { f: "follow", y: "yes" },
-};
+export const lsFlags: FlagSpec = { values: ["status", "name-contains", "limit", "offset"] };
+export const nameOnlyFlags: FlagSpec = {};
+export const deleteFlags: FlagSpec = { booleans: ["yes"], aliases: { y: "yes" } };
+
+const DEPLOYMENT_STATES = ["AWAITING_DATABASE", "READY", "UNUSED", "AWAITING_DELETE", "UNKNOWN"] as const;
+const REVISION_STATES = [
+  "CREATING",
+  "QUEUED",
+  "AWAITING_BUILD",
+  "BUILDING",
+  "AWAITING_DEPLOY",
+  "DEPLOYING",
+  "DEPLOYED",
+  "CREATE_FAILED",
+  "BUILD_FAILED",
+  "DEPLOY_FAILED",
+  "SKIPPED",
+  "INTERRUPTED",
+  "UNKNOWN",
+] as const;
+// Compile-time checks that the lists hold exactly the states the API has.
+type Exact<A, B> = [A] extends [B] ? ([B] extends [A] ? true : never) : never;
+const deploymentStatesExact: Exact<(typeof DEPLOYMENT_STATES)[number], Deployment["status"]> = true;
+const revisionStatesExact: Exact<(typeof REVISION_STATES)[number], Revision["status"]> = true;
+void deploymentStatesExact;
+void revisionStatesExact;
+
+/**
+ * `--status` values split into the deployment's own statuses and its latest revision's states.
+ * Values of one kind are alternatives; both kinds given must both match. UNKNOWN, a state of both,
+ * goes with the kind the other values have (with both when both are given; alone, the deployment's).
+ */
+export function statusFilter(text: string): { status?: string; latest_revision_status?: string } {
+  const values = text
+    .split(",")
+    .map((v) => v.trim().toUpperCase())
+    .filter(Boolean);
+  const isDeployment = (v: string) => (DEPLOYMENT_STATES as readonly string[]).includes(v);
+  const isRevision = (v: string) => (REVISION_STATES as readonly string[]).includes(v);
+  const unknown = values.filter((v) => !isDeployment(v) && !isRevision(v));
+  if (unknown.length || !values.length)
+    throw new UsageError(
+      `--status ${unknown.join(",") || '""'} is not a state. Deployment statuses: ${DEPLOYMENT_STATES.join(", ")}. ` +
+        `Revision states (of the latest revision): ${REVISION_STATES.join(", ")}.`,
+      true,
+    );
+  const deployment = values.filter((v) => isDeployment(v) && !isRevision(v));
+  const revision = values.filter((v) => isRevision(v) && !isDeployment(v));
+  const both = values.filter((v) => isDeployment(v) && isRevision(v));
+  const kinds = { deployment: deployment.length > 0, revision: revision.length > 0 };
+  if (kinds.revision) revision.push(...both);
+  if (kinds.deployment || !kinds.revision) deployment.push(...both);
+  return {
+    ...(deployment.length ? { status: deployment.join(",") } : {}),
+    ...(revision.length ? { latest_revision_status: revision.join(",") } : {}),
+  };
+}
+
+function intFlag(ctx: Context, name: string, fallback: number, min: number, max: number): number {
+  const text = ctx.args.value(name);
+  const n = text === undefined ? fallback : Number(text);
+  if (!Number.isInteger(n) || n < min || n > max)
+    throw new UsageError(`--${name} must be a whole number from ${min} to ${max}.`, true);
+  return n;
+}
 
 export async function ls(ctx: Context): Promise<void> {
   const { args } = ctx;
-  const client = ctx.client();
-  const limit = Number(args.value("limit") ?? 100);
-  if (!Number.isInteger(limit) || limit < 1 || limit > 100) throw new UsageError("--limit must be 1 to 100.");
+  atMost(ctx, 0);
+  const status = args.value("status");
   const query = {
-    limit,
-    offset: Number(args.value("offset") ?? 0),
-    ...(args.value("status") ? { status: args.value("status") } : {}),
+    limit: intFlag(ctx, "limit", 100, 1, 100),
+    offset: intFlag(ctx, "offset", 0, 0, Number.MAX_SAFE_INTEGER),
+    ...(status !== undefined ? statusFilter(status) : {}),
     ...(args.value("name-contains") ? { name_contains: args.value("name-contains") } : {}),
   };
-  const page = await unwrap(client.api.GET("/v2/deployments", { params: { query } }));
+  const page = await unwrap(ctx.client().api.GET("/v2/deployments", { params: { query } }));
   ctx.out.result(page, {
-    rows: page.resources.map((d) => ({ ...d, url: d.source_config.custom_url, updated: d.updated_at })),
-    columns: ["name", "status", "source", "url", "updated", "id"],
+    rows: page.resources.map((d) => ({
+      ...d,
+      latest_revision: d.latest_revision_status,
+      url: d.source_config.custom_url,
+      updated: d.updated_at,
+    })),
+    columns: ["name", "status", "latest_revision", "source", "url", "updated", "id"],
+    states: ["status", "latest_revision"],
   });
 }
 
-async function revisionsOf(ctx: Context, deploymentId: string, limit = 100): Promise<Revision[]> {
+export async function revisionsOf(ctx: Context, deploymentId: string, limit = 100): Promise<Revision[]> {
   const page = await unwrap(
     ctx.client().api.GET("/v2/deployments/{deployment_id}/revisions", {
       params: { path: { deployment_id: deploymentId }, query: { limit } },
@@ -39,110 +104,59 @@ async function revisionsOf(ctx: Context, deploymentId: string, limit = 100): Pro
   return page.resources;
 }
 
+const named = (r: Revision | undefined | null) => (r ? `#${r.number} ${r.id}` : null);
+
 export async function status(ctx: Context): Promise<void> {
-  const dep = await requireDeployment(ctx.client(), need(ctx, 0, "deployment NAME"));
+  atMost(ctx, 1);
+  const client = ctx.client();
+  const dep = await requireDeployment(client, need(ctx, 0, "deployment NAME"));
   const [latest] = await revisionsOf(ctx, dep.id, 1);
   if (ctx.out.json) {
     ctx.out.result({ ...dep, latest_revision: latest ?? null });
     return;
   }
+  let active: Revision | null = null;
+  if (dep.active_revision_id)
+    active =
+      dep.active_revision_id === latest?.id
+        ? latest
+        : await getRevision(client, dep.id, dep.active_revision_id);
   ctx.out.table(
     [
       { field: "name", value: dep.name },
       { field: "id", value: dep.id },
       { field: "status", value: dep.status },
+      { field: "latest revision", value: named(latest) },
+      { field: "revision state", value: latest?.status ?? dep.latest_revision_status },
+      { field: "message", value: latest ? failureReason(latest) : null },
+      { field: "active revision", value: named(active) },
       { field: "source", value: dep.source },
       { field: "url", value: dep.source_config.custom_url },
-      { field: "active revision", value: dep.active_revision_id },
-      { field: "latest revision", value: latest ? `${latest.id} ${latest.status}` : null },
-      { field: "message", value: latest?.status_message },
       { field: "secrets", value: dep.secrets.map((s) => s.name).join(", ") },
     ],
     ["field", "value"],
+    { states: ["value"] },
   );
 }
 
 export async function revisions(ctx: Context): Promise<void> {
+  atMost(ctx, 1);
   const dep = await requireDeployment(ctx.client(), need(ctx, 0, "deployment NAME"));
   const revs = await revisionsOf(ctx, dep.id);
   ctx.out.result(revs, {
-    rows: revs.map((r) => ({ ...r, active: r.id === dep.active_revision_id ? "*" : "" })),
-    columns: ["active", "id", "status", "created_at", "status_message"],
+    rows: revs.map((r) => ({
+      ...r,
+      "#": `#${r.number}`,
+      active: r.id === dep.active_revision_id ? "*" : "",
+      message: failureReason(r),
+    })),
+    columns: ["#", "active", "id", "status", "created_at", "message"],
+    states: ["status"],
   });
 }
 
-export async function logs(ctx: Context): Promise<void> {
-  const { args, out } = ctx;
-  const client = ctx.client();
-  const dep = await requireDeployment(client, need(ctx, 0, "deployment NAME"));
-  const revisionId = args.value("revision") ?? dep.active_revision_id ?? dep.latest_revision_id;
-  if (!revisionId) throw new SlipwayError(404, `Deployment ${dep.name} has no revision yet.`);
-  const type = args.bool("build") ? "build" : "deploy";
-  const since = args.value("since");
-  const print = (l: { at: string; line: string }) => {
-    out.event({ event: "log", stream: type, at: l.at, line: l.line });
-    out.line(l.line);
-  };
-  if (args.bool("follow")) {
-    const abort = new AbortController();
-    process.once("SIGINT", () => abort.abort());
-    for await (const l of followLogs(client, dep.id, revisionId, { type, since, signal: abort.signal }))
-      print(l);
-    return;
-  }
-  const lines = await unwrap(
-    client.api.GET("/v2/deployments/{deployment_id}/revisions/{revision_id}/logs", {
-      params: {
-        path: { deployment_id: dep.id, revision_id: revisionId },
-        query: { type, limit: 5000, ...(since ? { since } : {}) },
-      },
-    }),
-  );
-  for (const l of lines) print(l);
-}
-
-export async function rollback(ctx: Context): Promise<void> {
-  const client = ctx.client();
-  const dep = await requireDeployment(client, need(ctx, 0, "deployment NAME"));
-  let target = ctx.args.positionals[1];
-  if (!target) {
-    // The newest revision that was DEPLOYED before the active one.
-    const revs = await revisionsOf(ctx, dep.id);
-    const activeAt = revs.findIndex((r) => r.id === dep.active_revision_id);
-    const previous = revs
-      .slice(activeAt + 1)
-      .find((r) => r.status_history.some((h) => h.status === "DEPLOYED"));
-    if (!previous)
-      throw new SlipwayError(404, `Deployment ${dep.name} has no earlier DEPLOYED revision to roll back to.`);
-    target = previous.id;
-  }
-  const after = await unwrap(
-    client.api.POST("/v2/deployments/{deployment_id}/revisions/{revision_id}/redeploy", {
-      params: { path: { deployment_id: dep.id, revision_id: target } },
-    }),
-  );
-  const rid = after.latest_revision_id;
-  if (!rid) throw new SlipwayError(500, "The server made no revision.");
-  ctx.out.line(`Rolling back ${dep.name} to revision ${target}: new revision ${rid}.`);
-  ctx.out.event({ event: "queued", deployment_id: dep.id, revision_id: rid, redeploy_of: target });
-  if (ctx.args.bool("no-wait")) return;
-  await watchRevision(ctx, after, rid);
-}
-
-export async function interrupt(ctx: Context): Promise<void> {
-  const client = ctx.client();
-  const dep = await requireDeployment(client, need(ctx, 0, "deployment NAME"));
-  const rid = ctx.args.value("revision") ?? dep.latest_revision_id;
-  if (!rid) throw new SlipwayError(404, `Deployment ${dep.name} has no revision.`);
-  const rev = await unwrap(
-    client.api.POST("/v2/deployments/{deployment_id}/revisions/{revision_id}/interrupt", {
-      params: { path: { deployment_id: dep.id, revision_id: rid } },
-    }),
-  );
-  ctx.out.result(rev, { rows: [rev], columns: ["id", "status", "status_message"] });
-}
-
 export async function open(ctx: Context): Promise<void> {
+  atMost(ctx, 1);
   const dep = await requireDeployment(ctx.client(), need(ctx, 0, "deployment NAME"));
   const url = dep.source_config.custom_url;
   if (!url) throw new SlipwayError(404, `Deployment ${dep.name} has no URL yet.`);
@@ -157,6 +171,7 @@ export async function open(ctx: Context): Promise<void> {
 }
 
 export async function remove(ctx: Context): Promise<void> {
+  atMost(ctx, 1);
   const client = ctx.client();
   const name = need(ctx, 0, "deployment NAME");
   const dep = await requireDeployment(client, name);

@@ -1,6 +1,6 @@
 // OAuth providers (list|get|create|delete) and listeners (list).
 import { SlipwayError, unwrap } from "../../sdk/client.ts";
-import { type FlagSpec, UsageError } from "../args.ts";
+import { actionError, type FlagSpec, UsageError } from "../args.ts";
 import { type Context, need } from "../context.ts";
 
 export const providerFlags: FlagSpec = {
@@ -20,9 +20,11 @@ export const providerFlags: FlagSpec = {
 const COLUMNS = ["provider_id", "name", "client_id", "auth_url", "uses_pkce", "id"];
 
 export async function providers(ctx: Context): Promise<void> {
-  const client = ctx.client();
   const { args } = ctx;
   const [action] = args.positionals;
+  const actions = ["list", "get", "create", "delete"];
+  if (!action || !actions.includes(action)) throw actionError(action, actions);
+  const client = ctx.client();
   if (action === "list") {
     const list = await unwrap(client.api.GET("/v2/auth/providers", {}));
     ctx.out.result(list, { rows: list, columns: COLUMNS });
@@ -36,7 +38,7 @@ export async function providers(ctx: Context): Promise<void> {
     const required = ["provider-id", "name", "client-id", "auth-url", "token-url"] as const;
     const missing = required.filter((f) => !args.value(f));
     if (missing.length)
-      throw new UsageError(`providers create needs ${missing.map((m) => `--${m}`).join(", ")}.`);
+      throw new UsageError(`providers create needs ${missing.map((m) => `--${m}`).join(", ")}.`, true);
     const method = args.value("token-endpoint-auth-method");
     const p = await unwrap(
       client.api.POST("/v2/auth/providers", {
@@ -62,7 +64,7 @@ export async function providers(ctx: Context): Promise<void> {
     );
     ctx.out.result(p, { rows: [p], columns: ["provider_id", "name"] });
   } else {
-    throw new UsageError("Usage: slipway providers list | get ID | create --provider-id … | delete ID");
+    throw actionError(action, ["list", "get", "create", "delete"]);
   }
 }
 
@@ -76,7 +78,8 @@ type Listener = {
 };
 
 export async function listeners(ctx: Context): Promise<void> {
-  if (ctx.args.positionals[0] !== "list") throw new UsageError("Usage: slipway listeners list");
+  const [action] = ctx.args.positionals;
+  if (action !== "list") throw actionError(action, ["list"]);
   // `raw`: the listeners routes may be newer than this SDK's generated types.
   const page = await ctx
     .client()

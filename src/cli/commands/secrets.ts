@@ -1,13 +1,13 @@
 // `slipway secrets list|set|unset NAME …`: each change is a new revision, as a PATCH makes.
 import { unwrap } from "../../sdk/client.ts";
-import { parseAssignment, UsageError } from "../args.ts";
+import { mergeSecrets } from "../../sdk/deploy.ts";
+import { actionError, parseAssignment, UsageError } from "../args.ts";
 import { type Context, need, requireDeployment } from "../context.ts";
-import { mergeSecrets } from "./deploy.ts";
 
 export async function secrets(ctx: Context): Promise<void> {
   const [action, name, ...rest] = ctx.args.positionals;
   if (!action || !["list", "set", "unset"].includes(action))
-    throw new UsageError("Usage: slipway secrets list|set|unset NAME …");
+    throw actionError(action, ["list", "set", "unset"]);
   need(ctx, 1, "deployment NAME");
   const client = ctx.client();
   const dep = await requireDeployment(client, name ?? "");
@@ -18,6 +18,7 @@ export async function secrets(ctx: Context): Promise<void> {
   if (!rest.length)
     throw new UsageError(
       action === "set" ? "Give NAME=VALUE pairs to set." : "Give the secret names to unset.",
+      true,
     );
   let next: { name: string; value: string }[];
   if (action === "set") {
