@@ -92,25 +92,30 @@ export function assertDeploymentTransition(from: DeploymentStatus, to: Deploymen
 
 export const isTerminal = (s: RevisionStatus) => TERMINAL_REVISION_STATUSES.has(s);
 
-/** Statuses whose reason a revision record shows in `status_message`; every other status clears it. */
-const EXPLAINED: ReadonlySet<RevisionStatus> = new Set([
-  "CREATE_FAILED",
-  "BUILD_FAILED",
-  "DEPLOY_FAILED",
-  "UNKNOWN",
-  "INTERRUPTED",
-  "SKIPPED",
+/**
+ * Statuses whose reason a revision record shows in `status_message`, with the reason said when the
+ * writer gave none; every other status clears it.
+ */
+const EXPLAINED: ReadonlyMap<RevisionStatus, string> = new Map<RevisionStatus, string>([
+  ["CREATE_FAILED", "The source could not be resolved."],
+  ["BUILD_FAILED", "The build failed."],
+  ["DEPLOY_FAILED", "The app did not start."],
+  ["UNKNOWN", "The data plane stopped reporting."],
+  ["INTERRUPTED", "Interrupted by request."],
+  ["SKIPPED", "A newer revision was queued before this one started."],
 ]);
 const MAX_MESSAGE = 300;
 
 /**
- * The one-line `status_message` of a revision moving to `status`: `<STATUS>: <reason>` for a status
- * that needs explaining, null for the others (a revision that is fine has none).
+ * The one-line `status_message` of a revision moving to `status`: the reason alone (clients print
+ * it after the status themselves: "INTERRUPTED: Interrupted by request.") for a status that needs
+ * explaining, null for the others (a revision that is fine has none).
  */
 export function statusMessage(status: RevisionStatus, reason: string | undefined): string | null {
-  if (!EXPLAINED.has(status)) return null;
+  const fallback = EXPLAINED.get(status);
+  if (fallback === undefined) return null;
   const line = (reason ?? "").replace(/\s+/g, " ").trim();
-  const text = line === "" ? status : `${status}: ${line}`;
+  const text = line === "" ? fallback : line;
   return text.length > MAX_MESSAGE ? `${text.slice(0, MAX_MESSAGE - 1)}…` : text;
 }
 

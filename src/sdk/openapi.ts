@@ -7479,6 +7479,8 @@ export interface paths {
                     deployment_ids?: string;
                     deployment_type?: "dev_free" | "dev" | "prod";
                     image_version?: string;
+                    /** @description Comma-separated revision statuses: the state of each deployment's latest revision. */
+                    latest_revision_status?: string;
                     limit?: number;
                     /** @description Exact name: at most one deployment matches. */
                     name?: string;
@@ -7517,6 +7519,11 @@ export interface paths {
                                 image_version: string | null;
                                 /** Format: uuid */
                                 latest_revision_id: string | null;
+                                /**
+                                 * @description The status of the latest revision (an addition to the interface, read-only): `status` stays READY while a newer revision fails, this shows the failure. Null before the first revision.
+                                 * @enum {string|null}
+                                 */
+                                latest_revision_status: "CREATING" | "QUEUED" | "AWAITING_BUILD" | "BUILDING" | "AWAITING_DEPLOY" | "DEPLOYING" | "DEPLOYED" | "CREATE_FAILED" | "BUILD_FAILED" | "DEPLOY_FAILED" | "SKIPPED" | "INTERRUPTED" | "UNKNOWN" | null;
                                 name: string;
                                 secret_references: {
                                     name: string;
@@ -8065,6 +8072,11 @@ export interface paths {
                             image_version: string | null;
                             /** Format: uuid */
                             latest_revision_id: string | null;
+                            /**
+                             * @description The status of the latest revision (an addition to the interface, read-only): `status` stays READY while a newer revision fails, this shows the failure. Null before the first revision.
+                             * @enum {string|null}
+                             */
+                            latest_revision_status: "CREATING" | "QUEUED" | "AWAITING_BUILD" | "BUILDING" | "AWAITING_DEPLOY" | "DEPLOYING" | "DEPLOYED" | "CREATE_FAILED" | "BUILD_FAILED" | "DEPLOY_FAILED" | "SKIPPED" | "INTERRUPTED" | "UNKNOWN" | null;
                             name: string;
                             secret_references: {
                                 name: string;
@@ -8642,6 +8654,11 @@ export interface paths {
                             image_version: string | null;
                             /** Format: uuid */
                             latest_revision_id: string | null;
+                            /**
+                             * @description The status of the latest revision (an addition to the interface, read-only): `status` stays READY while a newer revision fails, this shows the failure. Null before the first revision.
+                             * @enum {string|null}
+                             */
+                            latest_revision_status: "CREATING" | "QUEUED" | "AWAITING_BUILD" | "BUILDING" | "AWAITING_DEPLOY" | "DEPLOYING" | "DEPLOYED" | "CREATE_FAILED" | "BUILD_FAILED" | "DEPLOY_FAILED" | "SKIPPED" | "INTERRUPTED" | "UNKNOWN" | null;
                             name: string;
                             secret_references: {
                                 name: string;
@@ -9331,6 +9348,11 @@ export interface paths {
                             image_version: string | null;
                             /** Format: uuid */
                             latest_revision_id: string | null;
+                            /**
+                             * @description The status of the latest revision (an addition to the interface, read-only): `status` stays READY while a newer revision fails, this shows the failure. Null before the first revision.
+                             * @enum {string|null}
+                             */
+                            latest_revision_status: "CREATING" | "QUEUED" | "AWAITING_BUILD" | "BUILDING" | "AWAITING_DEPLOY" | "DEPLOYING" | "DEPLOYED" | "CREATE_FAILED" | "BUILD_FAILED" | "DEPLOY_FAILED" | "SKIPPED" | "INTERRUPTED" | "UNKNOWN" | null;
                             name: string;
                             secret_references: {
                                 name: string;
@@ -10259,6 +10281,8 @@ export interface paths {
                                 deployment_id: string;
                                 /** Format: uuid */
                                 id: string;
+                                /** @description The revision's creation order in its deployment, from 1 (an addition to the interface, read-only): `#5` in the console and the CLI. */
+                                number: number;
                                 /** @enum {string} */
                                 source: "codehost" | "external_docker" | "internal_docker" | "internal_source" | "internal_template";
                                 source_revision_config: {
@@ -10278,7 +10302,7 @@ export interface paths {
                                     /** @enum {string} */
                                     status: "CREATING" | "QUEUED" | "AWAITING_BUILD" | "BUILDING" | "AWAITING_DEPLOY" | "DEPLOYING" | "DEPLOYED" | "CREATE_FAILED" | "BUILD_FAILED" | "DEPLOY_FAILED" | "SKIPPED" | "INTERRUPTED" | "UNKNOWN";
                                 }[];
-                                /** @description Null while the revision is fine; when it failed, was skipped, interrupted or lost its data plane, one line `<STATUS>: <reason>` (e.g. `BUILD_FAILED: npm ci exited 1`). */
+                                /** @description Null while the revision is fine; when it failed, was skipped, interrupted or lost its data plane, the reason in one line (e.g. `npm ci exited 1`), without the status. */
                                 status_message: string | null;
                                 /** Format: date-time */
                                 updated_at: string;
@@ -10434,6 +10458,8 @@ export interface paths {
                             deployment_id: string;
                             /** Format: uuid */
                             id: string;
+                            /** @description The revision's creation order in its deployment, from 1 (an addition to the interface, read-only): `#5` in the console and the CLI. */
+                            number: number;
                             /** @enum {string} */
                             source: "codehost" | "external_docker" | "internal_docker" | "internal_source" | "internal_template";
                             source_revision_config: {
@@ -10453,7 +10479,7 @@ export interface paths {
                                 /** @enum {string} */
                                 status: "CREATING" | "QUEUED" | "AWAITING_BUILD" | "BUILDING" | "AWAITING_DEPLOY" | "DEPLOYING" | "DEPLOYED" | "CREATE_FAILED" | "BUILD_FAILED" | "DEPLOY_FAILED" | "SKIPPED" | "INTERRUPTED" | "UNKNOWN";
                             }[];
-                            /** @description Null while the revision is fine; when it failed, was skipped, interrupted or lost its data plane, one line `<STATUS>: <reason>` (e.g. `BUILD_FAILED: npm ci exited 1`). */
+                            /** @description Null while the revision is fine; when it failed, was skipped, interrupted or lost its data plane, the reason in one line (e.g. `npm ci exited 1`), without the status. */
                             status_message: string | null;
                             /** Format: date-time */
                             updated_at: string;
@@ -10610,6 +10636,8 @@ export interface paths {
                             deployment_id: string;
                             /** Format: uuid */
                             id: string;
+                            /** @description The revision's creation order in its deployment, from 1 (an addition to the interface, read-only): `#5` in the console and the CLI. */
+                            number: number;
                             /** @enum {string} */
                             source: "codehost" | "external_docker" | "internal_docker" | "internal_source" | "internal_template";
                             source_revision_config: {
@@ -10629,7 +10657,7 @@ export interface paths {
                                 /** @enum {string} */
                                 status: "CREATING" | "QUEUED" | "AWAITING_BUILD" | "BUILDING" | "AWAITING_DEPLOY" | "DEPLOYING" | "DEPLOYED" | "CREATE_FAILED" | "BUILD_FAILED" | "DEPLOY_FAILED" | "SKIPPED" | "INTERRUPTED" | "UNKNOWN";
                             }[];
-                            /** @description Null while the revision is fine; when it failed, was skipped, interrupted or lost its data plane, one line `<STATUS>: <reason>` (e.g. `BUILD_FAILED: npm ci exited 1`). */
+                            /** @description Null while the revision is fine; when it failed, was skipped, interrupted or lost its data plane, the reason in one line (e.g. `npm ci exited 1`), without the status. */
                             status_message: string | null;
                             /** Format: date-time */
                             updated_at: string;
@@ -10799,6 +10827,8 @@ export interface paths {
                             deployment_id: string;
                             /** Format: uuid */
                             id: string;
+                            /** @description The revision's creation order in its deployment, from 1 (an addition to the interface, read-only): `#5` in the console and the CLI. */
+                            number: number;
                             /** @enum {string} */
                             source: "codehost" | "external_docker" | "internal_docker" | "internal_source" | "internal_template";
                             source_revision_config: {
@@ -10818,7 +10848,7 @@ export interface paths {
                                 /** @enum {string} */
                                 status: "CREATING" | "QUEUED" | "AWAITING_BUILD" | "BUILDING" | "AWAITING_DEPLOY" | "DEPLOYING" | "DEPLOYED" | "CREATE_FAILED" | "BUILD_FAILED" | "DEPLOY_FAILED" | "SKIPPED" | "INTERRUPTED" | "UNKNOWN";
                             }[];
-                            /** @description Null while the revision is fine; when it failed, was skipped, interrupted or lost its data plane, one line `<STATUS>: <reason>` (e.g. `BUILD_FAILED: npm ci exited 1`). */
+                            /** @description Null while the revision is fine; when it failed, was skipped, interrupted or lost its data plane, the reason in one line (e.g. `npm ci exited 1`), without the status. */
                             status_message: string | null;
                             /** Format: date-time */
                             updated_at: string;
@@ -11145,6 +11175,11 @@ export interface paths {
                             image_version: string | null;
                             /** Format: uuid */
                             latest_revision_id: string | null;
+                            /**
+                             * @description The status of the latest revision (an addition to the interface, read-only): `status` stays READY while a newer revision fails, this shows the failure. Null before the first revision.
+                             * @enum {string|null}
+                             */
+                            latest_revision_status: "CREATING" | "QUEUED" | "AWAITING_BUILD" | "BUILDING" | "AWAITING_DEPLOY" | "DEPLOYING" | "DEPLOYED" | "CREATE_FAILED" | "BUILD_FAILED" | "DEPLOY_FAILED" | "SKIPPED" | "INTERRUPTED" | "UNKNOWN" | null;
                             name: string;
                             secret_references: {
                                 name: string;

@@ -244,14 +244,14 @@ forEachDatabase(
       const exits = await latest();
       assert.equal(await settle(exits), "DEPLOY_FAILED");
       const log = await api.logs(dep.id, exits, "deploy");
-      const rev = await api.call<{ status_message: string | null }>(
+      const rev = await api.call<{ status: string; status_message: string | null }>(
         "GET",
         `/v2/deployments/${dep.id}/revisions/${exits}`,
       );
       assert.ok(rev.status_message);
       // The reconciler's last line states the reason, exactly as status_message does.
-      assert.equal(log.at(-1), `Slipway: ${rev.status_message}`);
-      assert.match(rev.status_message, /^DEPLOY_FAILED: process web\.1 exited with code 3/);
+      assert.equal(log.at(-1), `Slipway: ${rev.status}: ${rev.status_message}`);
+      assert.match(rev.status_message, /^process web\.1 exited with code 3/);
       const tail = log.indexOf("slipway: the last 1 lines the app printed:");
       assert.ok(tail >= 0, log.join("\n"));
       assert.equal(log[tail + 1], "| starting and exiting");

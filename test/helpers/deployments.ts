@@ -73,6 +73,22 @@ const secretReference = {
   properties: { name: str, secret_name: str, secret_key: str },
 };
 
+const REVISION_STATUSES = [
+  "CREATING",
+  "QUEUED",
+  "AWAITING_BUILD",
+  "BUILDING",
+  "AWAITING_DEPLOY",
+  "DEPLOYING",
+  "DEPLOYED",
+  "CREATE_FAILED",
+  "BUILD_FAILED",
+  "DEPLOY_FAILED",
+  "SKIPPED",
+  "INTERRUPTED",
+  "UNKNOWN",
+];
+
 export const deploymentSchema = {
   type: "object",
   required: [
@@ -87,6 +103,7 @@ export const deploymentSchema = {
     "updated_at",
     "status",
     "latest_revision_id",
+    "latest_revision_status",
     "active_revision_id",
     "deployment_type",
   ],
@@ -105,6 +122,7 @@ export const deploymentSchema = {
     updated_at: dateTime,
     status: { enum: ["AWAITING_DATABASE", "READY", "UNUSED", "AWAITING_DELETE", "UNKNOWN"] },
     latest_revision_id: nullable(uuid),
+    latest_revision_status: nullable({ enum: REVISION_STATUSES }),
     active_revision_id: nullable(uuid),
     secret_references: nullable({ type: "array", items: secretReference }),
     image_version: nullable(str),
@@ -119,22 +137,6 @@ export const deploymentListSchema = {
   properties: { resources: { type: "array", items: deploymentSchema }, offset: { type: "integer" } },
 };
 
-const REVISION_STATUSES = [
-  "CREATING",
-  "QUEUED",
-  "AWAITING_BUILD",
-  "BUILDING",
-  "AWAITING_DEPLOY",
-  "DEPLOYING",
-  "DEPLOYED",
-  "CREATE_FAILED",
-  "BUILD_FAILED",
-  "DEPLOY_FAILED",
-  "SKIPPED",
-  "INTERRUPTED",
-  "UNKNOWN",
-];
-
 export const revisionSchema = {
   type: "object",
   required: [
@@ -147,6 +149,7 @@ export const revisionSchema = {
     "deployment_id",
     "status_history",
     "status_message",
+    "number",
   ],
   additionalProperties: false,
   properties: {
@@ -168,6 +171,7 @@ export const revisionSchema = {
       },
     },
     status_message: nullable(str),
+    number: { type: "integer", minimum: 1 },
   },
 };
 
@@ -231,6 +235,7 @@ export type Deployment = {
   status: string;
   tenant_id: string;
   latest_revision_id: string | null;
+  latest_revision_status: string | null;
   active_revision_id: string | null;
   source_config: Record<string, unknown>;
   source_revision_config: Record<string, string | null>;
@@ -250,6 +255,7 @@ export type Revision = {
   source_revision_config: Record<string, string | null>;
   status_history: { status: string; at: string; message?: string }[];
   status_message: string | null;
+  number: number;
 };
 
 export interface ValidationBody {

@@ -34,7 +34,7 @@ const revisionOf = async (ctx: TestContext, d: Deployment) =>
 forEachDatabase(
   "revision status_message through the API",
   (suite) => {
-    it("a failing build: BUILD_FAILED with `BUILD_FAILED: <reason>` on the revision record", async () => {
+    it("a failing build: BUILD_FAILED with the reason alone on the revision record", async () => {
       const ctx = suite.ctx;
       const runtime = new ScriptedRuntime();
       runtime.on("npm-fails", "build", { kind: "fail", error: "build", message: "npm ci exited 1" });
@@ -44,9 +44,15 @@ forEachDatabase(
       });
       const rev = await revisionOf(ctx, d);
       assert.equal(rev.status, "BUILD_FAILED");
-      assert.equal(rev.status_message, "BUILD_FAILED: npm ci exited 1");
+      assert.equal(rev.status_message, "npm ci exited 1");
+      const dep = await call<Deployment>(ctx, "GET", `/v2/deployments/${d.id}`);
+      assert.equal(
+        dep.body.latest_revision_status,
+        "BUILD_FAILED",
+        "the reconciler's write reaches the record",
+      );
       const list = await call<{ resources: Revision[] }>(ctx, "GET", `/v2/deployments/${d.id}/revisions`);
-      assert.equal(list.body.resources[0]?.status_message, "BUILD_FAILED: npm ci exited 1");
+      assert.equal(list.body.resources[0]?.status_message, "npm ci exited 1");
     });
 
     it("a failing deploy: a multi-line reason becomes one line", async () => {
@@ -61,10 +67,7 @@ forEachDatabase(
       await withReconciler(ctx, runtime, async () => {
         assert.equal(await waitForRevision(ctx.db, d.latest_revision_id as string), "DEPLOY_FAILED");
       });
-      assert.equal(
-        (await revisionOf(ctx, d)).status_message,
-        "DEPLOY_FAILED: health check / timed out after 30 s",
-      );
+      assert.equal((await revisionOf(ctx, d)).status_message, "health check / timed out after 30 s");
     });
 
     it("a fault passes through UNKNOWN with its reason; once DEPLOYED the message is null again", async () => {

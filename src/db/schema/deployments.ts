@@ -20,6 +20,8 @@ export const deployments = pgTable("deployments", {
   status: text("status").notNull().default("AWAITING_DATABASE"),
   remoteReconciled: boolean("remote_reconciled").notNull().default(false),
   latestRevisionId: uuid("latest_revision_id"),
+  /** Its latest revision's status, kept by the revision writer and a trigger (migration 0024). */
+  latestRevisionStatus: text("latest_revision_status"),
   activeRevisionId: uuid("active_revision_id"),
   databaseName: text("database_name"),
   revisionCount: integer("revision_count").notNull().default(0),
@@ -40,7 +42,7 @@ export const deployments = pgTable("deployments", {
   updatedAt: ts("updated_at").notNull().defaultNow(),
   /** What the record shows of the latest revision (migration 0008). */
   latestRevisionContent: jsonb("latest_revision_content").$type<Record<string, unknown> | null>(),
-  /** The API record as JSON text: a generated column, defined in migration 0008 (its ETag: slipway_etag, 0016). */
+  /** The API record as JSON text: a generated column, defined in migration 0024 (its ETag: slipway_etag, 0016). */
   record: text("record").generatedAlwaysAs(sql`slipway_deployment_record(...)`),
 });
 
@@ -83,7 +85,7 @@ export const revisions = pgTable("revisions", {
   remoteReason: text("remote_reason"),
   createdAt: ts("created_at").notNull().defaultNow(),
   updatedAt: ts("updated_at").notNull().defaultNow(),
-  /** The API record as JSON text: a generated column, defined in migration 0008. */
+  /** The API record as JSON text: a generated column, defined in migration 0024. */
   record: text("record").generatedAlwaysAs(sql`slipway_revision_record(...)`),
 });
 

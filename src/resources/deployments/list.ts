@@ -1,7 +1,7 @@
 import type { Reader } from "../../db/client.ts";
 import { isUuid } from "../../db/ids.ts";
 import { invalid } from "../../http/errors.ts";
-import { DEPLOYMENT_STATUSES } from "../../reconciler/states.ts";
+import { DEPLOYMENT_STATUSES, REVISION_STATUSES } from "../../reconciler/states.ts";
 import { tagValueGroups } from "../tags/store.ts";
 import { MAX_BULK_DELETE } from "./delete-schema.ts";
 import type { ListDeploymentsQuery } from "./schema.ts";
@@ -47,6 +47,14 @@ export async function listFilter(exec: Reader, q: ListDeploymentsQuery): Promise
       "status",
       (s) => (DEPLOYMENT_STATUSES as readonly string[]).includes(s),
       `a deployment status (${DEPLOYMENT_STATUSES.join(", ")})`,
+    );
+  }
+  if (q.latest_revision_status !== undefined) {
+    f.latestRevisionStatuses = commaList(
+      q.latest_revision_status,
+      "latest_revision_status",
+      (s) => (REVISION_STATUSES as readonly string[]).includes(s),
+      `a revision status (${REVISION_STATUSES.join(", ")})`,
     );
   }
   if (q.remote_reconciled !== undefined) f.remoteReconciled = q.remote_reconciled;

@@ -10,7 +10,7 @@ import {
   StringEnum,
   Uuid,
 } from "../../http/schemas.ts";
-import { DEPLOYMENT_STATUSES } from "../../reconciler/states.ts";
+import { DEPLOYMENT_STATUSES, REVISION_STATUSES } from "../../reconciler/states.ts";
 
 /** Optional and nullable: in requests, omitted and null both mean "not given". */
 const Opt = <T extends TSchema>(schema: T) => Type.Optional(OrNull(schema));
@@ -260,6 +260,13 @@ export const Deployment = Type.Object({
   updated_at: DateTime,
   status: DeploymentStatusEnum,
   latest_revision_id: OrNull(Uuid),
+  latest_revision_status: OrNull(
+    StringEnum(REVISION_STATUSES, {
+      description:
+        "The status of the latest revision (an addition to the interface, read-only): `status` stays " +
+        "READY while a newer revision fails, this shows the failure. Null before the first revision.",
+    }),
+  ),
   active_revision_id: OrNull(Uuid),
   secret_references: OrNull(Type.Array(SecretReference)),
   image_version: OrNull(Type.String()),
@@ -315,6 +322,11 @@ export const ListDeploymentsQuery = Type.Object({
   ),
   name_contains: Type.Optional(Type.String({ maxLength: 63 })),
   status: Type.Optional(Type.String({ description: "Comma-separated deployment statuses." })),
+  latest_revision_status: Type.Optional(
+    Type.String({
+      description: "Comma-separated revision statuses: the state of each deployment's latest revision.",
+    }),
+  ),
   remote_reconciled: Type.Optional(Type.Boolean()),
   tag_value_ids: Type.Optional(
     Type.String({

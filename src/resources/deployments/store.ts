@@ -58,6 +58,8 @@ export interface DeploymentFilter {
   /** Lower-case substring of the name. */
   nameContains?: string;
   statuses?: readonly string[];
+  /** The latest revision's status is one of these. */
+  latestRevisionStatuses?: readonly string[];
   remoteReconciled?: boolean;
   imageVersion?: string;
   deploymentType?: string;
@@ -72,6 +74,8 @@ function filterSql(workspaceId: string, f: DeploymentFilter): SQL {
   // Same expression as the pg_trgm index on lower(name).
   if (f.nameContains) where.push(sql`lower(d.name) LIKE '%' || ${likeEscape(f.nameContains)} || '%'`);
   if (f.statuses !== undefined) where.push(sql`d.status IN (${sqlList(f.statuses)})`);
+  if (f.latestRevisionStatuses !== undefined)
+    where.push(sql`d.latest_revision_status IN (${sqlList(f.latestRevisionStatuses)})`);
   if (f.remoteReconciled !== undefined) where.push(sql`d.remote_reconciled = ${f.remoteReconciled}`);
   if (f.imageVersion !== undefined) where.push(sql`d.image_version = ${f.imageVersion}`);
   if (f.deploymentType !== undefined) where.push(sql`d.deployment_type = ${f.deploymentType}`);
@@ -368,6 +372,7 @@ export async function commitRevision(
     UPDATE deployments
        SET source_config = ${JSON.stringify(c.sourceConfig)}::jsonb, image_version = ${c.imageVersion}::text,
            revision_count = ${c.seq}::int, latest_revision_id = ${c.revisionId}::uuid,
+           latest_revision_status = 'QUEUED',
            latest_revision_content = ${JSON.stringify(c.content)}::jsonb, updated_at = ${c.at}::timestamptz,
            pending_revision = NULL, pending_secrets_enc = NULL
      WHERE id = ${c.deploymentId}::uuid${versionIs(ifVersion)}

@@ -24,9 +24,15 @@ export const Revision = Type.Object({
     Type.String({
       description:
         "Null while the revision is fine; when it failed, was skipped, interrupted or lost its data " +
-        "plane, one line `<STATUS>: <reason>` (e.g. `BUILD_FAILED: npm ci exited 1`).",
+        "plane, the reason in one line (e.g. `npm ci exited 1`), without the status.",
     }),
   ),
+  number: Type.Integer({
+    minimum: 1,
+    description:
+      "The revision's creation order in its deployment, from 1 (an addition to the interface, read-only): " +
+      "`#5` in the console and the CLI.",
+  }),
 });
 export type Revision = Static<typeof Revision>;
 

@@ -180,7 +180,7 @@ forEachDatabase("revisions", (suite) => {
     assert.equal(res.status, 200, JSON.stringify(res.body));
     assertMatches(revisionSchema, res.body);
     assert.equal(res.body.status, "INTERRUPTED");
-    assert.equal(res.body.status_message, "INTERRUPTED: Interrupted by request.");
+    assert.equal(res.body.status_message, "Interrupted by request.");
     assert.deepEqual(
       res.body.status_history.map((h) => h.status),
       ["QUEUED", "INTERRUPTED"],
@@ -222,7 +222,7 @@ forEachDatabase("revisions", (suite) => {
       page.body.resources.map((r) => [r.status, r.status_message]),
       [
         ["QUEUED", null],
-        ["SKIPPED", "SKIPPED: Superseded by revision 2."],
+        ["SKIPPED", "Superseded by revision 2."],
       ],
     );
   });
@@ -236,7 +236,7 @@ forEachDatabase("revisions", (suite) => {
     assert.equal(res.status, 200, JSON.stringify(res.body));
     assertMatches(revisionSchema, res.body);
     assert.equal(res.body.status, "INTERRUPTED");
-    assert.equal(res.body.status_message, "INTERRUPTED: Interrupted by request.");
+    assert.equal(res.body.status_message, "Interrupted by request.");
     const read = await call<Revision>(ctx, "GET", `/v2/deployments/${fresh.id}/revisions/${rid}`);
     assert.equal(read.body.status, "INTERRUPTED", "stored");
     assert.equal((await call(ctx, "POST", url)).status, 400, "an ended revision");
