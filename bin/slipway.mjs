@@ -1,8 +1,9 @@
 #!/usr/bin/env node
 // The `slipway` command (`npm start` runs `slipway serve`). It runs the compiled JavaScript in
 // dist/ that `npm ci` builds (the `prepare` script): less memory and a faster start than compiling
-// TypeScript on the fly. Without dist/, or when src/ changed after the build, it runs the source
-// through tsx instead, in this same process, and says so.
+// TypeScript on the fly. In a checkout without dist/, or when src/ changed after the build, it runs
+// the source through tsx instead, in this same process, and says so. An installed copy (npm install
+// or npm install -g of a tarball or git URL) holds dist/ and no src/, so it always runs dist/.
 import { readdirSync, statSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
@@ -35,9 +36,15 @@ function changedSince(dir, since) {
 
 const builtAt = mtime(compiled);
 const src = join(root, "src");
-const fresh = builtAt !== undefined && (mtime(src) === undefined || !changedSince(src, builtAt));
-if (fresh) {
+const source = join(src, "cli", "main.ts");
+const hasSource = mtime(source) !== undefined;
+if (builtAt !== undefined && (!hasSource || !changedSince(src, builtAt))) {
   await import(pathToFileURL(compiled).href);
+} else if (!hasSource) {
+  process.stderr.write(
+    `slipway: ${root} has neither a build (dist/) nor the source (src/); install it again, or run npm run build in a checkout\n`,
+  );
+  process.exitCode = 1;
 } else {
   process.stderr.write(
     builtAt === undefined
@@ -46,5 +53,5 @@ if (fresh) {
   );
   const { register } = await import("tsx/esm/api");
   register();
-  await import(pathToFileURL(join(src, "cli", "main.ts")).href);
+  await import(pathToFileURL(source).href);
 }
