@@ -7,9 +7,10 @@ import { REPO_ROOT } from "./helpers/process.ts";
 
 /**
  * test/ mirrors src/ folder for folder, so a suite is found where its code is. Only test/helpers
- * (shared test-only code) and test/e2e (whole-system journeys) have no src/ twin.
+ * (shared test-only code), test/e2e (whole-system journeys) and test/package (the npm package as
+ * installed: package.json, the build, bin/) have no src/ twin.
  */
-const UNMIRRORED = new Set(["helpers", "e2e"]);
+const UNMIRRORED = new Set(["helpers", "e2e", "package"]);
 /** Whole-tree structure checks (this file, and layers.test.ts for imports): no src/ module of their own. */
 const ROOT_EXCEPTIONS = new Set(["layout.test.ts", "layers.test.ts"]);
 

@@ -71,3 +71,44 @@ describe("the slipway command: compiled or source", () => {
     assert.match(err, /src\/ changed after the build/);
   });
 });
+
+/**
+ * An installed copy (npm install of a tarball or git URL, npm install -g) holds bin/ and dist/ but no
+ * src/: it runs dist/ whatever its age, and a copy with neither says so instead of a module trace.
+ */
+describe("the slipway command in an installed copy", () => {
+  let root: string;
+  before(() => {
+    root = mkdtempSync(join(tmpdir(), "slipway-bin-installed-"));
+    mkdirSync(join(root, "bin"));
+    copyFileSync(join(REPO_ROOT, "bin", "slipway.mjs"), join(root, "bin", "slipway.mjs"));
+    symlinkSync(join(REPO_ROOT, "node_modules"), join(root, "node_modules"));
+    writeFileSync(join(root, "package.json"), JSON.stringify({ type: "module" }));
+  });
+  after(() => rmSync(root, { recursive: true, force: true }));
+  const run = () =>
+    spawnSync(process.execPath, [join(root, "bin", "slipway.mjs"), "--help"], { encoding: "utf8" });
+
+  it("names the copy and exits 1 when it has neither dist/ nor src/", () => {
+    const r = run();
+    assert.equal(r.status, 1);
+    assert.equal(r.stdout, "");
+    assert.match(r.stderr, /has neither a build \(dist\/\) nor the source \(src\/\)/);
+    assert.ok(r.stderr.includes(root), r.stderr);
+    assert.doesNotMatch(r.stderr, /ERR_MODULE_NOT_FOUND|at /);
+  });
+
+  it("runs dist/ without a word when there is no src/, however old the build", () => {
+    mkdirSync(join(root, "dist", "cli"), { recursive: true });
+    writeFileSync(
+      join(root, "dist", "cli", "main.js"),
+      'console.log("compiled", ...process.argv.slice(2));\n',
+    );
+    const longAgo = new Date("1985-10-26T08:15:00Z"); // npm pack's fixed file time
+    utimesSync(join(root, "dist", "cli", "main.js"), longAgo, longAgo);
+    const r = run();
+    assert.equal(r.status, 0, r.stderr);
+    assert.equal(r.stdout.trim(), "compiled --help");
+    assert.equal(r.stderr, "");
+  });
+});
