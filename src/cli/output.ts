@@ -121,7 +121,7 @@ export class Output {
 
   table(rows: Record<string, unknown>[], columns: string[], opts: TableOptions = {}): void {
     const cell = (v: unknown) =>
-      v === null || v === undefined || v === "" ? "-" : typeof v === "object" ? JSON.stringify(v) : String(v);
+      v === null || v === undefined ? "-" : typeof v === "object" ? JSON.stringify(v) : String(v);
     const cells = rows.map((r) => columns.map((c) => cell(r[c])));
     const widths = columns.map((c, i) => Math.max(c.length, ...cells.map((r) => (r[i] ?? "").length)));
     const states = new Set(opts.states ?? []);
