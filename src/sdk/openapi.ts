@@ -3885,7 +3885,7 @@ export interface paths {
                                 agent_id: string;
                                 /** Format: date-time */
                                 created_at: string;
-                                /** @description The user who linked the token (its owner). */
+                                /** @description Who linked the token: the API key, `apikey:<key id>`. */
                                 created_by: string;
                                 expires_at: string | null;
                                 /** Format: uuid */
@@ -4009,12 +4009,12 @@ export interface paths {
         put?: never;
         /**
          * Link one of the caller's tokens to an agent
-         * @description The token must be the caller's (`user_id`, default the calling key's own user), else 404. An agent has at most one connection per provider (409). `authenticate` with this `agent_id` then hands out this token.
+         * @description The token must be one the caller's tenant sees (of the end user `user_id`, when given) and the organization's or this workspace's, else 404. An agent has at most one connection per provider (409). `authenticate` with this `agent_id` then hands out this token.
          */
         post: {
             parameters: {
                 query?: {
-                    /** @description The end user the token belongs to; default: the calling API key's own user (`apikey:<key id>`). */
+                    /** @description The end user, as the application names them: a label of the tenant's tokens. Given, it narrows to that user's tokens. Tokens obtained without one are the tenant's own, labelled `organization:<id>` or `workspace:<id>`. */
                     user_id?: string;
                 };
                 header?: never;
@@ -4029,7 +4029,7 @@ export interface paths {
                     "application/json": {
                         /**
                          * Format: uuid
-                         * @description One of the caller's tokens (GET /v2/auth/tokens).
+                         * @description One of the caller's tokens (GET /v2/auth/tokens): the organization's or this workspace's.
                          */
                         oauth_token_id: string;
                     };
@@ -4046,7 +4046,7 @@ export interface paths {
                             agent_id: string;
                             /** Format: date-time */
                             created_at: string;
-                            /** @description The user who linked the token (its owner). */
+                            /** @description Who linked the token: the API key, `apikey:<key id>`. */
                             created_by: string;
                             expires_at: string | null;
                             /** Format: uuid */
@@ -4371,7 +4371,7 @@ export interface paths {
         put?: never;
         /**
          * Get a user's token for a provider, or start an authorization flow
-         * @description Returns `{status: "completed", token}` when a valid token covering the scopes is stored (refreshed first if it expired), else `{status: "pending", url, auth_id}`: open `url`, then `wait`. The user is `user_id` (else `ls_user_id`, else the calling key's own user).
+         * @description Returns `{status: "completed", token}` when a valid token covering the scopes is stored (refreshed first if it expired), else `{status: "pending", url, auth_id}`: open `url`, then `wait`. The token is the tenant's that the key acts for (a workspace-bound key's workspace, else the organization), labelled with the end user `user_id` (else `ls_user_id`; without either: the tenant's own, `organization:<id>` or `workspace:<id>`).
          */
         post: {
             parameters: {
@@ -4708,7 +4708,7 @@ export interface paths {
         put?: never;
         /**
          * Finish a flow from what the browser brought back (code, state)
-         * @description The second form of the callback, for an application page that received the redirect. Only flows of the caller's organization match. 400 when the state is unknown, used, expired or of another provider; 502 when the token endpoint fails. `wait` reports the outcome too.
+         * @description The second form of the callback, for an application page that received the redirect. Only flows the caller's tenant sees match (a workspace-bound key: its workspace's). 400 when the state is unknown, used, expired or of another provider; 502 when the token endpoint fails. `wait` reports the outcome too.
          */
         post: {
             parameters: {
@@ -6169,7 +6169,7 @@ export interface paths {
         };
         /**
          * List the caller's stored tokens (never their values)
-         * @description The tokens of `user_id` (default: the calling key's own user), oldest first.
+         * @description Oldest first. The caller is the tenant its API key acts for: a workspace-bound key's workspace, else the organization (which sees its workspaces' tokens too); `user_id` narrows to one end user.
          */
         get: {
             parameters: {
@@ -6180,7 +6180,7 @@ export interface paths {
                     provider?: string;
                     /** @description Lowercase letters, digits, '-' and '_', 1 to 64 characters; unique in the organization. */
                     provider_id?: string;
-                    /** @description The end user the token belongs to; default: the calling API key's own user (`apikey:<key id>`). */
+                    /** @description The end user, as the application names them: a label of the tenant's tokens. Given, it narrows to that user's tokens. Tokens obtained without one are the tenant's own, labelled `organization:<id>` or `workspace:<id>`. */
                     user_id?: string;
                 };
                 header?: never;
@@ -6203,7 +6203,7 @@ export interface paths {
                             has_refresh_token: boolean;
                             /** Format: uuid */
                             id: string;
-                            /** @description The token authenticate hands out for its user and agent. */
+                            /** @description The token authenticate hands out for its tenant, user and agent. */
                             is_default: boolean;
                             provider_account_label: string | null;
                             provider_id: string;
@@ -6211,7 +6211,10 @@ export interface paths {
                             token_type: string;
                             /** Format: date-time */
                             updated_at: string;
+                            /** @description The end user's label. */
                             user_id: string;
+                            /** @description The workspace whose token it is (obtained with a key bound to it); null: the organization's. */
+                            workspace_id: string | null;
                         }[];
                     };
                 };
@@ -6326,14 +6329,14 @@ export interface paths {
         post?: never;
         /**
          * Revoke and delete all of the caller's tokens for a provider, across agents
-         * @description 404 when the organization has no such provider. Each token is revoked at its provider first (RFC 7009, endpoint from the provider's metadata); a provider without a revocation endpoint only has the token forgotten. When a provider cannot be reached or refuses, its token is kept and the answer is 502.
+         * @description Without `user_id` (every end user's tokens) it needs the admin role. 404 when the organization has no such provider. The caller is the tenant its API key acts for: a workspace-bound key's workspace, else the organization (which sees its workspaces' tokens too); `user_id` narrows to one end user. Each token is revoked at its provider first (RFC 7009, endpoint from the provider's metadata); a provider without a revocation endpoint only has the token forgotten. When a provider cannot be reached or refuses, its token is kept and the answer is 502.
          */
         delete: {
             parameters: {
                 query: {
                     /** @description Lowercase letters, digits, '-' and '_', 1 to 64 characters; unique in the organization. */
                     provider_id: string;
-                    /** @description The end user the token belongs to; default: the calling API key's own user (`apikey:<key id>`). */
+                    /** @description The end user, as the application names them: a label of the tenant's tokens. Given, it narrows to that user's tokens. Tokens obtained without one are the tenant's own, labelled `organization:<id>` or `workspace:<id>`. */
                     user_id?: string;
                 };
                 header?: never;
@@ -6494,13 +6497,13 @@ export interface paths {
         put?: never;
         post?: never;
         /**
-         * Revoke a token at its provider, then delete it (owner only)
-         * @description Its agent connections go with it. Each token is revoked at its provider first (RFC 7009, endpoint from the provider's metadata); a provider without a revocation endpoint only has the token forgotten. When a provider cannot be reached or refuses, its token is kept and the answer is 502.
+         * Revoke a token at its provider, then delete it
+         * @description Its agent connections go with it. Another tenant's token is 404. The caller is the tenant its API key acts for: a workspace-bound key's workspace, else the organization (which sees its workspaces' tokens too); `user_id` narrows to one end user. Each token is revoked at its provider first (RFC 7009, endpoint from the provider's metadata); a provider without a revocation endpoint only has the token forgotten. When a provider cannot be reached or refuses, its token is kept and the answer is 502.
          */
         delete: {
             parameters: {
                 query?: {
-                    /** @description The end user the token belongs to; default: the calling API key's own user (`apikey:<key id>`). */
+                    /** @description The end user, as the application names them: a label of the tenant's tokens. Given, it narrows to that user's tokens. Tokens obtained without one are the tenant's own, labelled `organization:<id>` or `workspace:<id>`. */
                     user_id?: string;
                 };
                 header?: never;
@@ -6659,13 +6662,13 @@ export interface paths {
         options?: never;
         head?: never;
         /**
-         * Set a token's account label or make it the default (owner only)
-         * @description Omitted or null fields are left as they are. `is_default: true` makes it the one token authenticate hands out for its user and agent; the previous default stops being one.
+         * Set a token's account label or make it the default
+         * @description Omitted or null fields are left as they are. `is_default: true` makes it the one token authenticate hands out for its tenant, user and agent; the previous default stops being one. Another tenant's token, or another user's when `user_id` is given, is 404. The caller is the tenant its API key acts for: a workspace-bound key's workspace, else the organization (which sees its workspaces' tokens too); `user_id` narrows to one end user.
          */
         patch: {
             parameters: {
                 query?: {
-                    /** @description The end user the token belongs to; default: the calling API key's own user (`apikey:<key id>`). */
+                    /** @description The end user, as the application names them: a label of the tenant's tokens. Given, it narrows to that user's tokens. Tokens obtained without one are the tenant's own, labelled `organization:<id>` or `workspace:<id>`. */
                     user_id?: string;
                 };
                 header?: never;
@@ -6683,7 +6686,7 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description A stored token; never its value. */
+                /** @description A stored token of the tenant; never its value. */
                 200: {
                     headers: {
                         [name: string]: unknown;
@@ -6697,7 +6700,7 @@ export interface paths {
                             has_refresh_token: boolean;
                             /** Format: uuid */
                             id: string;
-                            /** @description The token authenticate hands out for its user and agent. */
+                            /** @description The token authenticate hands out for its tenant, user and agent. */
                             is_default: boolean;
                             provider_account_label: string | null;
                             provider_id: string;
@@ -6705,7 +6708,10 @@ export interface paths {
                             token_type: string;
                             /** Format: date-time */
                             updated_at: string;
+                            /** @description The end user's label. */
                             user_id: string;
+                            /** @description The workspace whose token it is (obtained with a key bound to it); null: the organization's. */
+                            workspace_id: string | null;
                         };
                     };
                 };
@@ -6855,13 +6861,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Whether the caller holds a token for a provider */
+        /**
+         * Whether the caller holds a token for a provider
+         * @description False for an unknown provider. The caller is the tenant its API key acts for: a workspace-bound key's workspace, else the organization (which sees its workspaces' tokens too); `user_id` narrows to one end user.
+         */
         get: {
             parameters: {
                 query: {
                     /** @description Lowercase letters, digits, '-' and '_', 1 to 64 characters; unique in the organization. */
                     provider_id: string;
-                    /** @description The end user the token belongs to; default: the calling API key's own user (`apikey:<key id>`). */
+                    /** @description The end user, as the application names them: a label of the tenant's tokens. Given, it narrows to that user's tokens. Tokens obtained without one are the tenant's own, labelled `organization:<id>` or `workspace:<id>`. */
                     user_id?: string;
                 };
                 header?: never;
@@ -7008,7 +7017,7 @@ export interface paths {
         post?: never;
         /**
          * Revoke and delete every Slack token obtained in this workspace (admin)
-         * @description Whoever owns them. Each token is revoked at its provider first (RFC 7009, endpoint from the provider's metadata); a provider without a revocation endpoint only has the token forgotten. When a provider cannot be reached or refuses, its token is kept and the answer is 502.
+         * @description Whoever obtained them; a workspace-bound key deletes its workspace's own. Each token is revoked at its provider first (RFC 7009, endpoint from the provider's metadata); a provider without a revocation endpoint only has the token forgotten. When a provider cannot be reached or refuses, its token is kept and the answer is 502.
          */
         delete: {
             parameters: {
@@ -7168,7 +7177,7 @@ export interface paths {
         };
         /**
          * Whether anyone obtained a token of a Slack provider in this workspace
-         * @description Slack providers are those with `provider_type: "slack"`.
+         * @description Slack providers are those with `provider_type: "slack"`. A workspace-bound key counts its workspace's own tokens only.
          */
         get: {
             parameters: {
@@ -7312,7 +7321,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Wait for an authorization flow to finish (long poll) */
+        /**
+         * Wait for an authorization flow to finish (long poll)
+         * @description Another tenant's flow (another organization's, another workspace's for a bound key) is `not_found`.
+         */
         get: {
             parameters: {
                 query?: {

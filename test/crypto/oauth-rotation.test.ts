@@ -35,7 +35,13 @@ forEachDatabase("oauth secrets and key rotation", (suite) => {
     const token = await saveTokens(
       ctx.db.orm,
       before,
-      { organizationId: ctx.orgId, providerRef: provider.id, userId: "u", agentId: "" },
+      {
+        organizationId: ctx.orgId,
+        tenantWorkspaceId: null,
+        providerRef: provider.id,
+        userId: "u",
+        agentId: "",
+      },
       {
         accessToken: "the-access-token",
         tokenType: "bearer",

@@ -21,6 +21,11 @@ export interface MatrixRoute {
    * organization, or another workspace); the first organization's admin must get 404.
    */
   otherTenantUrl?: (ctx: TestContext) => string | Promise<string>;
+  /**
+   * A URL for the same operation on a resource of the organization that a key bound to
+   * `workspace2` must not see (another workspace's, or the organization's own): 404 for it.
+   */
+  otherWorkspaceUrl?: (ctx: TestContext) => string | Promise<string>;
   /** A listener's own route (desired state, status): only listener keys pass, so others get 403. */
   listener?: boolean;
 }
@@ -100,6 +105,13 @@ export function authMatrix(suite: SuiteHandle, route: MatrixRoute): void {
     it(`${name}: another tenant's resource → 404`, async () => {
       const ctx = suite.ctx;
       expectStatus(await call(ctx, route, { "x-api-key": ctx.keys.admin }, await other(ctx)), 404);
+    });
+  }
+  if (route.otherWorkspaceUrl) {
+    const other = route.otherWorkspaceUrl;
+    it(`${name}: a workspace-bound key on a resource it does not see → 404`, async () => {
+      const ctx = suite.ctx;
+      expectStatus(await call(ctx, route, { "x-api-key": ctx.keys.boundMember }, await other(ctx)), 404);
     });
   }
 }

@@ -59,14 +59,17 @@ export function detailLocs(reply: Reply): string[] {
 
 export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** A fresh API key of the first organization, so that a test's "own user" is its alone. */
+/**
+ * A fresh API key of the first organization (bound to `workspaceId` when given). Tokens are its
+ * tenant's, not the key's: a test keeps its tokens apart with end users of its own.
+ */
 export async function newKey(
   ctx: TestContext,
   role: "admin" | "member" | "viewer" = "member",
   workspaceId: string | null = null,
-): Promise<{ key: string; userId: string }> {
+): Promise<{ key: string; id: string }> {
   const created = await insertApiKey(ctx.db.orm, { organizationId: ctx.orgId, role, workspaceId });
-  return { key: created.key, userId: `apikey:${created.id}` };
+  return { key: created.key, id: created.id };
 }
 
 export interface AuthAnswer {

@@ -32,13 +32,18 @@ export const oauthProviders = pgTable("oauth_providers", {
   updatedAt: ts("updated_at").notNull().defaultNow(),
 });
 
-/** Whose grant a token or a flow is: organization, provider, end user, agent, scopes. */
+/**
+ * Whose grant a token or a flow is: its tenant (the organization, and the workspace of a
+ * workspace-bound key), provider, end user label, agent, scopes.
+ */
 function grantColumns() {
   return {
     id: uuid("id").primaryKey(),
     organizationId: uuid("organization_id")
       .notNull()
       .references(() => organizations.id),
+    /** The tenant's workspace when a workspace-bound key obtained it; null: the organization's. */
+    tenantWorkspaceId: uuid("tenant_workspace_id").references(() => workspaces.id),
     providerRef: uuid("provider_ref")
       .notNull()
       .references(() => oauthProviders.id),
@@ -56,10 +61,13 @@ export const oauthTokens = pgTable("oauth_tokens", {
   issuer: text("issuer").notNull(),
   expiresAt: ts("expires_at"),
   issuedAt: ts("issued_at").notNull(),
-  /** At most one default per (provider, user, agent): the token authenticate hands out. */
+  /** At most one default per (provider, tenant, user, agent): the token authenticate hands out. */
   isDefault: boolean("is_default").notNull().default(false),
   providerAccountLabel: text("provider_account_label"),
-  /** The workspace the token was obtained in, when the caller had one. */
+  /**
+   * The workspace the request that obtained it acted in, when it had one (an organization-level
+   * key's too): what the workspace Slack routes look at. Whose the token is: tenantWorkspaceId.
+   */
   workspaceId: uuid("workspace_id").references(() => workspaces.id),
   createdAt: ts("created_at").notNull().defaultNow(),
   updatedAt: ts("updated_at").notNull().defaultNow(),

@@ -1,9 +1,9 @@
 import type { FastifyRequest } from "fastify";
-import { workspaceOf } from "../../http/auth.ts";
+import { principalOf, workspaceOf } from "../../http/auth.ts";
 import { errorResponse } from "../../http/errors.ts";
 import type { App } from "../../http/types.ts";
-import { ownerOf } from "../oauth-tokens/owner.ts";
 import { OwnerQuery } from "../oauth-tokens/schema.ts";
+import { keyLabel, scopeOf as tokenScopeOf } from "../oauth-tokens/tenant.ts";
 import {
   AgentConnection,
   AgentConnectionList,
@@ -43,9 +43,9 @@ export async function agentConnectionRoutes(app: App): Promise<void> {
         tags,
         summary: "Link one of the caller's tokens to an agent",
         description:
-          "The token must be the caller's (`user_id`, default the calling key's own user), else 404. " +
-          "An agent has at most one connection per provider (409). `authenticate` with this " +
-          "`agent_id` then hands out this token.",
+          "The token must be one the caller's tenant sees (of the end user `user_id`, when given) and " +
+          "the organization's or this workspace's, else 404. An agent has at most one connection per " +
+          "provider (409). `authenticate` with this `agent_id` then hands out this token.",
         params: AgentParams,
         querystring: OwnerQuery,
         body: CreateAgentConnectionBody,
@@ -59,7 +59,8 @@ export async function agentConnectionRoutes(app: App): Promise<void> {
       const created = await createConnection(
         orm,
         scopeOf(request, request.params.agent_id),
-        ownerOf(request, request.query.user_id),
+        tokenScopeOf(request, request.query.user_id),
+        keyLabel(principalOf(request)),
         request.body.oauth_token_id,
       );
       return reply.code(201).send(created);

@@ -6,7 +6,10 @@ export const AgentParams = Type.Object({ agent_id: AgentId });
 export const ConnectionParams = Type.Object({ agent_id: AgentId, connection_id: Uuid });
 
 export const CreateAgentConnectionBody = Type.Object({
-  oauth_token_id: { ...Uuid, description: "One of the caller's tokens (GET /v2/auth/tokens)." },
+  oauth_token_id: {
+    ...Uuid,
+    description: "One of the caller's tokens (GET /v2/auth/tokens): the organization's or this workspace's.",
+  },
 });
 export type CreateAgentConnectionBody = Static<typeof CreateAgentConnectionBody>;
 
@@ -16,7 +19,7 @@ export const AgentConnection = Type.Object(
     agent_id: Type.String(),
     oauth_token_id: Uuid,
     provider_id: Type.String(),
-    created_by: Type.String({ description: "The user who linked the token (its owner)." }),
+    created_by: Type.String({ description: "Who linked the token: the API key, `apikey:<key id>`." }),
     provider_account_label: Nullable(Type.String()),
     scopes: Type.Array(Type.String()),
     expires_at: Nullable(DateTime),

@@ -5,9 +5,9 @@ import { conflict, notFound } from "../../http/errors.ts";
 import { iso } from "../../http/schemas.ts";
 import { inAuditedTransaction } from "../audit-log/scope.ts";
 import type { ProviderRow } from "../oauth-providers/store.ts";
-import type { TokenOwner } from "../oauth-tokens/owner.ts";
-import { ownedToken } from "../oauth-tokens/service.ts";
+import { visibleToken } from "../oauth-tokens/service.ts";
 import type { TokenRow } from "../oauth-tokens/store.ts";
+import type { TokenScope } from "../oauth-tokens/tenant.ts";
 import type { AgentConnection } from "./schema.ts";
 import {
   type AgentScope,
@@ -38,14 +38,24 @@ export async function listConnections(exec: Executor, scope: AgentScope): Promis
   return list.map((r) => toConnection(r.connection, r.token, r.provider));
 }
 
-/** Links one of the owner's tokens to the agent; an agent has one connection per provider. */
+/**
+ * Links a token the caller's tenant sees to the agent; an agent has one connection per provider.
+ * A workspace's agent may use the organization's tokens or its own workspace's, never another
+ * workspace's: those are not found from this workspace.
+ */
 export async function createConnection(
   exec: Executor,
   scope: AgentScope,
-  owner: TokenOwner,
+  tokens: TokenScope,
+  createdBy: string,
   tokenId: string,
 ): Promise<AgentConnection> {
-  const { token, provider } = await ownedToken(exec, owner, tokenId);
+  const { token, provider } = await visibleToken(exec, tokens, tokenId);
+  if (token.tenantWorkspaceId !== null && token.tenantWorkspaceId !== scope.workspaceId) {
+    throw notFound(
+      "OAuth token not found in this workspace: it belongs to another workspace, whose agents alone may use it.",
+    );
+  }
   try {
     const row = await insertConnectionRow(exec, {
       id: randomUUID(),
@@ -54,7 +64,7 @@ export async function createConnection(
       agentId: scope.agentId,
       oauthTokenRef: token.id,
       providerRef: provider.id,
-      createdBy: owner.userId,
+      createdBy,
     });
     return toConnection(row, token, provider);
   } catch (err) {

@@ -6,8 +6,8 @@ import { authorizationUrl, newCodeVerifier, newState } from "../../oauth/client.
 import { connectionFor } from "../agent-connections/service.ts";
 import { findProviderRow } from "../oauth-providers/service.ts";
 import type { ProviderRow } from "../oauth-providers/store.ts";
-import type { TokenOwner } from "../oauth-tokens/owner.ts";
 import { pickToken, type Subject, type TokenRow, tokenById } from "../oauth-tokens/store.ts";
+import { type TokenCaller, tenantUserId, visibleTokens } from "../oauth-tokens/tenant.ts";
 import { callbackUrl, FLOW_TTL_MS, type FlowEnv, providerClient } from "./env.ts";
 import type { AuthenticateBody, AuthenticateResult } from "./schema.ts";
 import { deleteFlowsExpiredBefore, insertFlowRow } from "./store.ts";
@@ -26,6 +26,7 @@ interface FlowPlan {
   /** The token the flow renews, or null for a new one. */
   targetId: string | null;
   makeDefault: boolean;
+  /** The workspace the request acts in (recorded on the token as where it was obtained). */
   workspaceId: string | null;
 }
 
@@ -64,6 +65,7 @@ async function startFlow(
 
 const subjectOf = (row: TokenRow): Subject => ({
   organizationId: row.organizationId,
+  tenantWorkspaceId: row.tenantWorkspaceId,
   providerRef: row.providerRef,
   userId: row.userId,
   agentId: row.agentId,
@@ -103,42 +105,48 @@ async function fromConnection(
 
 /**
  * A valid token covering the scopes, renewed if needed; otherwise a new flow. Which token: the
- * one named by `token_id`, else the agent's connection for this provider, else the user's default
- * for (provider, agent). A flow that renews a token asks for the scopes it already has too, so the
- * token that replaces the old one loses nothing; `force_new` always starts a flow (a new token
- * unless `token_id` names one).
+ * one named by `token_id` (any the caller's tenant sees, of that user when one is named), else the
+ * agent's connection for this provider, else the default of the caller's own tenant for (user,
+ * agent): an end user id names someone within one tenant, so two workspaces' "u1" never share a
+ * token. A flow that renews a token asks for the scopes it already has too, so the token that
+ * replaces the old one loses nothing; `force_new` always starts a flow (a new token unless
+ * `token_id` names one).
  */
 export async function authenticate(
   exec: Executor,
   env: FlowEnv,
-  caller: TokenOwner,
+  caller: TokenCaller,
   body: AuthenticateBody,
 ): Promise<AuthenticateResult> {
-  const provider = await findProviderRow(exec, caller.organizationId, body.provider);
+  const { tenant } = caller;
+  const provider = await findProviderRow(exec, tenant.organizationId, body.provider);
   if (!provider)
     throw invalid(["body", "provider"], "No OAuth provider with this provider_id in the organization.");
   const scopes = [...new Set(body.scopes)];
   const forceNew = body.force_new ?? false;
+  const named = body.user_id ?? body.ls_user_id ?? undefined;
   const subject: Subject = {
-    organizationId: caller.organizationId,
+    organizationId: tenant.organizationId,
+    tenantWorkspaceId: tenant.workspaceId,
     providerRef: provider.id,
-    userId: body.user_id ?? body.ls_user_id ?? caller.userId,
+    userId: named ?? tenantUserId(tenant),
     agentId: body.agent_id ?? "",
   };
   let target: TokenRow | undefined;
   if (body.token_id != null) {
-    target = await pickToken(exec, {
-      id: body.token_id,
-      organizationId: caller.organizationId,
-      providerRef: provider.id,
-      userId: subject.userId,
-    });
-    if (!target) throw invalid(["body", "token_id"], "No token with this id for this provider and user.");
+    const scope = named === undefined ? { tenant } : { tenant, userId: named };
+    target = await pickToken(exec, { ...visibleTokens(scope), id: body.token_id, providerRef: provider.id });
+    if (!target) {
+      throw invalid(
+        ["body", "token_id"],
+        `No token with this id for this provider${named === undefined ? "" : " and user"} in this tenant.`,
+      );
+    }
   } else if (!forceNew) {
-    if (body.agent_id != null && caller.workspaceId !== null) {
+    if (body.agent_id != null && caller.actingWorkspaceId !== null) {
       const scope = {
-        organizationId: caller.organizationId,
-        workspaceId: caller.workspaceId,
+        organizationId: tenant.organizationId,
+        workspaceId: caller.actingWorkspaceId,
         agentId: body.agent_id,
       };
       const found = await connectionFor(exec, scope, provider.id);
@@ -146,7 +154,7 @@ export async function authenticate(
     }
     target = await pickToken(exec, subject);
   }
-  const plan = { makeDefault: body.is_default ?? true, workspaceId: caller.workspaceId };
+  const plan = { makeDefault: body.is_default ?? true, workspaceId: caller.actingWorkspaceId };
   if (!target) return startFlow(exec, env, provider, { ...plan, subject, scopes, targetId: null });
   let targetId: string | null = target.id;
   if (!forceNew && missing(target, scopes).length === 0) {

@@ -2,6 +2,7 @@ import { FLOW_CHANNEL } from "../../db/channels.ts";
 import type { Database } from "../../db/client.ts";
 import { exchangeCode, OAuthCallFailed } from "../../oauth/client.ts";
 import { type ProviderRow, providerById } from "../oauth-providers/store.ts";
+import type { TokenTenant } from "../oauth-tokens/tenant.ts";
 import { hashState, verifierContext } from "./authenticate.ts";
 import { type FlowEnv, providerClient } from "./env.ts";
 import { consumeFlow, type FlowRow, finishFlow } from "./store.ts";
@@ -30,8 +31,8 @@ export async function handleCallback(
   env: FlowEnv,
   slug: string,
   params: URLSearchParams,
-  /** When an API key finishes the flow (POST form), only its organization's flows match. */
-  organizationId: string | null = null,
+  /** When an API key finishes the flow (POST form), only the flows its tenant sees match. */
+  tenant: TokenTenant | null = null,
 ): Promise<CallbackOutcome> {
   const orm = db.orm;
   const state = params.get("state");
@@ -44,7 +45,7 @@ export async function handleCallback(
       flowId: null,
     };
   }
-  const flow = await consumeFlow(orm, hashState(state), organizationId);
+  const flow = await consumeFlow(orm, hashState(state), tenant);
   if (!flow) {
     return {
       status: 400,
@@ -120,6 +121,7 @@ async function exchange(
       env.keyring,
       {
         organizationId: flow.organizationId,
+        tenantWorkspaceId: flow.tenantWorkspaceId,
         providerRef: flow.providerRef,
         userId: flow.userId,
         agentId: flow.agentId,

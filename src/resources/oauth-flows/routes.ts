@@ -3,7 +3,7 @@ import { principalOf } from "../../http/auth.ts";
 import { errorResponse, HttpError } from "../../http/errors.ts";
 import type { App } from "../../http/types.ts";
 import { McpDiscoverBody, OAuthProvider, ProviderParams } from "../oauth-providers/schema.ts";
-import { ownerOf } from "../oauth-tokens/owner.ts";
+import { callerOf, tenantOfPrincipal } from "../oauth-tokens/tenant.ts";
 import { authenticate } from "./authenticate.ts";
 import { type CallbackOutcome, handleCallback } from "./callback.ts";
 import { flowEnvOf } from "./env.ts";
@@ -67,7 +67,9 @@ export async function oauthFlowRoutes(app: App): Promise<void> {
         description:
           'Returns `{status: "completed", token}` when a valid token covering the scopes is stored ' +
           '(refreshed first if it expired), else `{status: "pending", url, auth_id}`: open `url`, then `wait`. ' +
-          "The user is `user_id` (else `ls_user_id`, else the calling key's own user).",
+          "The token is the tenant's that the key acts for (a workspace-bound key's workspace, else the " +
+          "organization), labelled with the end user `user_id` (else `ls_user_id`; without either: " +
+          "the tenant's own, `organization:<id>` or `workspace:<id>`).",
         body: AuthenticateBody,
         response: {
           200: AuthenticateResult,
@@ -75,7 +77,7 @@ export async function oauthFlowRoutes(app: App): Promise<void> {
         },
       },
     },
-    async (request) => authenticate(db.orm, env, ownerOf(request), request.body),
+    async (request) => authenticate(db.orm, env, callerOf(request), request.body),
   );
 
   app.get(
@@ -110,7 +112,7 @@ export async function oauthFlowRoutes(app: App): Promise<void> {
         summary: "Finish a flow from what the browser brought back (code, state)",
         description:
           "The second form of the callback, for an application page that received the redirect. " +
-          "Only flows of the caller's organization match. 400 when the state is unknown, used, " +
+          "Only flows the caller's tenant sees match (a workspace-bound key: its workspace's). 400 when the state is unknown, used, " +
           "expired or of another provider; 502 when the token endpoint fails. `wait` reports the outcome too.",
         params: ProviderParams,
         body: FinalizeBody,
@@ -123,8 +125,8 @@ export async function oauthFlowRoutes(app: App): Promise<void> {
     },
     async (request) => {
       const params = new URLSearchParams({ code: request.body.code, state: request.body.state });
-      const organizationId = principalOf(request).organizationId;
-      const outcome = await handleCallback(db, env, request.params.provider_id, params, organizationId);
+      const tenant = tenantOfPrincipal(principalOf(request));
+      const outcome = await handleCallback(db, env, request.params.provider_id, params, tenant);
       logFailure(request, outcome);
       if (!outcome.ok || outcome.flowId === null) throw new HttpError(outcome.status, outcome.message);
       return { status: "completed" as const, auth_id: outcome.flowId };
@@ -162,6 +164,8 @@ export async function oauthFlowRoutes(app: App): Promise<void> {
       schema: {
         tags,
         summary: "Wait for an authorization flow to finish (long poll)",
+        description:
+          "Another tenant's flow (another organization's, another workspace's for a bound key) is `not_found`.",
         params: WaitParams,
         querystring: WaitQuery,
         response: { 200: WaitResult },
@@ -172,7 +176,7 @@ export async function oauthFlowRoutes(app: App): Promise<void> {
         db,
         env,
         waiters,
-        principalOf(request).organizationId,
+        tenantOfPrincipal(principalOf(request)),
         request.params.auth_id,
         request.query.timeout,
       ),

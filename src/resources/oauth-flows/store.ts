@@ -2,6 +2,7 @@ import { and, eq, isNull, lt } from "drizzle-orm";
 import type { Executor } from "../../db/client.ts";
 import { type EnvelopeColumn, envelopeColumn } from "../../db/envelopes.ts";
 import { oauthFlows } from "../../db/schema/oauth.ts";
+import type { TokenTenant } from "../oauth-tokens/tenant.ts";
 
 /** The only module that writes SQL on `oauth_flows`. The code verifier arrives already encrypted. */
 
@@ -13,18 +14,28 @@ export async function deleteFlowsExpiredBefore(exec: Executor, before: Date): Pr
   await exec.delete(oauthFlows).where(lt(oauthFlows.expiresAt, before));
 }
 
+/**
+ * The flows a tenant sees, like its tokens: an organization-level key its organization's, a
+ * workspace-bound key its workspace's.
+ */
+const seenBy = (t: TokenTenant) =>
+  and(
+    eq(oauthFlows.organizationId, t.organizationId),
+    t.workspaceId === null ? undefined : eq(oauthFlows.tenantWorkspaceId, t.workspaceId),
+  );
+
 export async function insertFlowRow(exec: Executor, values: NewFlowRow): Promise<void> {
   await exec.insert(oauthFlows).values(values);
 }
 
 /**
- * Consumes the flow with this state hash, once: a second call finds nothing. Given an
- * organization, only its flows match.
+ * Consumes the flow with this state hash, once: a second call finds nothing. Given a tenant, only
+ * the flows it sees match.
  */
 export async function consumeFlow(
   exec: Executor,
   stateHash: string,
-  organizationId: string | null,
+  tenant: TokenTenant | null,
 ): Promise<FlowRow | undefined> {
   const [flow] = await exec
     .update(oauthFlows)
@@ -33,7 +44,7 @@ export async function consumeFlow(
       and(
         eq(oauthFlows.stateHash, stateHash),
         isNull(oauthFlows.consumedAt),
-        organizationId === null ? undefined : eq(oauthFlows.organizationId, organizationId),
+        tenant === null ? undefined : seenBy(tenant),
       ),
     )
     .returning();
@@ -53,15 +64,12 @@ export async function finishFlow(exec: Executor, id: string, outcome: FlowOutcom
     .where(eq(oauthFlows.id, id));
 }
 
-export async function flowOf(
-  exec: Executor,
-  organizationId: string,
-  id: string,
-): Promise<FlowRow | undefined> {
+/** The flow, if the tenant sees it. */
+export async function flowOf(exec: Executor, tenant: TokenTenant, id: string): Promise<FlowRow | undefined> {
   const [flow] = await exec
     .select()
     .from(oauthFlows)
-    .where(and(eq(oauthFlows.id, id), eq(oauthFlows.organizationId, organizationId)));
+    .where(and(eq(oauthFlows.id, id), seenBy(tenant)));
   return flow;
 }
 

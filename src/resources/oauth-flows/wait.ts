@@ -2,6 +2,7 @@ import { FLOW_CHANNEL } from "../../db/channels.ts";
 import type { Database } from "../../db/client.ts";
 import { ChannelWaiters } from "../../db/waiters.ts";
 import { tokensWithProviders } from "../oauth-tokens/store.ts";
+import type { TokenTenant } from "../oauth-tokens/tenant.ts";
 import type { FlowEnv } from "./env.ts";
 import type { WaitResult } from "./schema.ts";
 import { flowOf } from "./store.ts";
@@ -18,11 +19,11 @@ export class FlowWaiters extends ChannelWaiters {
 async function settled(
   db: Database,
   env: FlowEnv,
-  organizationId: string,
+  tenant: TokenTenant,
   authId: string,
 ): Promise<WaitResult | null> {
   const orm = db.orm;
-  const flow = await flowOf(orm, organizationId, authId);
+  const flow = await flowOf(orm, tenant, authId);
   if (!flow) return { status: "not_found", auth_id: authId };
   if (flow.status === "failed") {
     return { status: "failed", auth_id: authId, reason: flow.failureReason ?? "The authorization failed." };
@@ -49,20 +50,20 @@ async function settled(
 const RECHECK_MS = 1000;
 
 /**
- * Long-polls a flow: `completed` (with the token), `failed` (with the reason), `not_found`, or
- * after `timeoutS` seconds `timeout` (`pending` when asked not to wait at all).
+ * Long-polls a flow: `completed` (with the token), `failed` (with the reason), `not_found` (also
+ * another tenant's), or after `timeoutS` seconds `timeout` (`pending` when asked not to wait at all).
  */
 export async function waitForFlow(
   db: Database,
   env: FlowEnv,
   waiters: FlowWaiters,
-  organizationId: string,
+  tenant: TokenTenant,
   authId: string,
   timeoutS: number,
 ): Promise<WaitResult> {
   const deadline = Date.now() + timeoutS * 1000;
   for (;;) {
-    const result = await settled(db, env, organizationId, authId);
+    const result = await settled(db, env, tenant, authId);
     if (result) return result;
     const left = deadline - Date.now();
     if (timeoutS === 0) return { status: "pending", auth_id: authId };

@@ -8,7 +8,9 @@ export const UserId = Type.String({
   maxLength: 256,
   pattern: "^[^\\x00-\\x1f\\x7f]+$",
   description:
-    "The end user the token belongs to; default: the calling API key's own user (`apikey:<key id>`).",
+    "The end user, as the application names them: a label of the tenant's tokens. Given, it narrows " +
+    "to that user's tokens. Tokens obtained without one are the tenant's own, labelled " +
+    "`organization:<id>` or `workspace:<id>`.",
 });
 /**
  * An agent's id (the anchor's are uuids; any short id of these characters is accepted). At most
@@ -33,15 +35,21 @@ export const OAuthTokenSummary = Type.Object(
     provider_account_label: Nullable(Type.String()),
     scopes: Type.Array(Type.String()),
     expires_at: Nullable(DateTime),
-    is_default: Type.Boolean({ description: "The token authenticate hands out for its user and agent." }),
+    is_default: Type.Boolean({
+      description: "The token authenticate hands out for its tenant, user and agent.",
+    }),
     created_at: DateTime,
     updated_at: DateTime,
-    user_id: Type.String(),
+    user_id: Type.String({ description: "The end user's label." }),
+    workspace_id: Type.Union([Uuid, Type.Null()], {
+      description:
+        "The workspace whose token it is (obtained with a key bound to it); null: the organization's.",
+    }),
     agent_id: Nullable(Type.String()),
     token_type: Type.String(),
     has_refresh_token: Type.Boolean(),
   },
-  { description: "A stored token; never its value." },
+  { description: "A stored token of the tenant; never its value." },
 );
 export type OAuthTokenSummary = Static<typeof OAuthTokenSummary>;
 

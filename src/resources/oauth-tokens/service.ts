@@ -4,7 +4,6 @@ import { iso } from "../../http/schemas.ts";
 import { inAuditedTransaction } from "../audit-log/scope.ts";
 import type { FlowEnv } from "../oauth-flows/env.ts";
 import { getProviderRow } from "../oauth-providers/service.ts";
-import type { TokenOwner } from "./owner.ts";
 import { type Removal, revokeAndDelete } from "./revoke.ts";
 import type { OAuthTokenSummary, TokenMetadataBody, TokensQuery } from "./schema.ts";
 import {
@@ -14,6 +13,7 @@ import {
   tokensWithProviders,
   updateTokenRow,
 } from "./store.ts";
+import { type TokenScope, type TokenTenant, visibleTokens } from "./tenant.ts";
 
 export function toSummary(row: TokenRow, providerSlug: string): OAuthTokenSummary {
   return {
@@ -26,40 +26,35 @@ export function toSummary(row: TokenRow, providerSlug: string): OAuthTokenSummar
     created_at: iso(row.createdAt),
     updated_at: iso(row.updatedAt),
     user_id: row.userId,
+    workspace_id: row.tenantWorkspaceId,
     agent_id: row.agentId === "" ? null : row.agentId,
     token_type: row.tokenType,
     has_refresh_token: row.refreshTokenEnc !== null,
   };
 }
 
-/** The owner's tokens: its organization's, of its user. */
-const owned = (owner: TokenOwner): TokenFilter => ({
-  organizationId: owner.organizationId,
-  userId: owner.userId,
-});
-
-/** The owner's tokens (never their values), oldest first, across agents unless one is named. */
+/** The scope's tokens (never their values), oldest first, across agents unless one is named. */
 export async function listTokens(
   exec: Executor,
-  owner: TokenOwner,
+  scope: TokenScope,
   q: TokensQuery,
 ): Promise<OAuthTokenSummary[]> {
   const list = await tokensWithProviders(exec, {
-    ...owned(owner),
+    ...visibleTokens(scope),
     providerSlug: q.provider_id ?? q.provider,
     agentId: q.agent_id,
   });
   return list.map((r) => toSummary(r.token, r.provider.providerId));
 }
 
-/** Whether the owner holds a token for the provider (an unknown provider holds none). */
-export async function hasToken(exec: Executor, owner: TokenOwner, slug: string): Promise<boolean> {
-  return (await tokensWithProviders(exec, { ...owned(owner), providerSlug: slug }, 1)).length > 0;
+/** Whether the scope holds a token for the provider (an unknown provider holds none). */
+export async function hasToken(exec: Executor, scope: TokenScope, slug: string): Promise<boolean> {
+  return (await tokensWithProviders(exec, { ...visibleTokens(scope), providerSlug: slug }, 1)).length > 0;
 }
 
-/** One of the owner's tokens; anyone else's is not found. */
-export async function ownedToken(exec: Executor, owner: TokenOwner, id: string) {
-  const [found] = await tokensWithProviders(exec, { ...owned(owner), id });
+/** One of the scope's tokens; any other (another tenant's, another user's) is not found. */
+export async function visibleToken(exec: Executor, scope: TokenScope, id: string) {
+  const [found] = await tokensWithProviders(exec, { ...visibleTokens(scope), id });
   if (!found) throw notFound("OAuth token not found.");
   return found;
 }
@@ -67,12 +62,12 @@ export async function ownedToken(exec: Executor, owner: TokenOwner, id: string) 
 /** Sets the label and the default flag; null or omitted fields are left as they are. */
 export async function patchMetadata(
   exec: Executor,
-  owner: TokenOwner,
+  scope: TokenScope,
   id: string,
   body: TokenMetadataBody,
 ): Promise<OAuthTokenSummary> {
   return inAuditedTransaction(exec, async (tx) => {
-    const { token, provider } = await ownedToken(tx, owner, id);
+    const { token, provider } = await visibleToken(tx, scope, id);
     const label = body.provider_account_label;
     if (label == null && body.is_default == null) return toSummary(token, provider.providerId);
     const updated = await updateTokenRow(tx, token.id, {
@@ -86,48 +81,47 @@ export async function patchMetadata(
   });
 }
 
-/** Revokes the owner's token at its provider, then deletes it (with its agent connections). */
+/** Revokes the scope's token at its provider, then deletes it (with its agent connections). */
 export async function deleteToken(
   exec: Executor,
   env: FlowEnv,
-  owner: TokenOwner,
+  scope: TokenScope,
   id: string,
 ): Promise<Removal> {
-  return revokeAndDelete(exec, env, [await ownedToken(exec, owner, id)]);
+  return revokeAndDelete(exec, env, [await visibleToken(exec, scope, id)]);
 }
 
-/** Revokes and deletes all of the owner's tokens for a provider, across agents. */
+/** Revokes and deletes all of the scope's tokens for a provider, across agents. */
 export async function deleteProviderTokens(
   exec: Executor,
   env: FlowEnv,
-  owner: TokenOwner,
+  scope: TokenScope,
   slug: string,
 ): Promise<Removal> {
-  const provider = await getProviderRow(exec, owner.organizationId, slug);
-  const found = await tokensWithProviders(exec, { ...owned(owner), providerRef: provider.id });
+  const provider = await getProviderRow(exec, scope.tenant.organizationId, slug);
+  const found = await tokensWithProviders(exec, { ...visibleTokens(scope), providerRef: provider.id });
   return revokeAndDelete(exec, env, found);
 }
 
-/** Tokens of Slack providers (provider_type "slack") obtained in a workspace, whoever owns them. */
-const slackInWorkspace = (organizationId: string, workspaceId: string): TokenFilter => ({
-  organizationId,
+/**
+ * Tokens of Slack providers (provider_type "slack") obtained in a workspace, whoever obtained
+ * them, among those the tenant sees (a workspace-bound key: its workspace's own).
+ */
+const slackInWorkspace = (tenant: TokenTenant, workspaceId: string): TokenFilter => ({
+  ...visibleTokens({ tenant }),
   workspaceId,
   providerType: "slack",
 });
 
-export async function hasSlackToken(exec: Executor, organizationId: string, workspaceId: string) {
-  return (await tokensWithProviders(exec, slackInWorkspace(organizationId, workspaceId), 1)).length > 0;
+export async function hasSlackToken(exec: Executor, tenant: TokenTenant, workspaceId: string) {
+  return (await tokensWithProviders(exec, slackInWorkspace(tenant, workspaceId), 1)).length > 0;
 }
 
 export async function deleteSlackTokens(
   exec: Executor,
   env: FlowEnv,
-  organizationId: string,
+  tenant: TokenTenant,
   workspaceId: string,
 ): Promise<Removal> {
-  return revokeAndDelete(
-    exec,
-    env,
-    await tokensWithProviders(exec, slackInWorkspace(organizationId, workspaceId)),
-  );
+  return revokeAndDelete(exec, env, await tokensWithProviders(exec, slackInWorkspace(tenant, workspaceId)));
 }

@@ -1,4 +1,4 @@
-import { and, asc, desc, eq, inArray, ne } from "drizzle-orm";
+import { and, asc, desc, eq, inArray, isNull, ne } from "drizzle-orm";
 import type { Executor } from "../../db/client.ts";
 import { type EnvelopeColumn, envelopeColumn } from "../../db/envelopes.ts";
 import { oauthProviders, oauthTokens } from "../../db/schema/oauth.ts";
@@ -11,39 +11,20 @@ import type { ProviderRow } from "../oauth-providers/store.ts";
 
 export type TokenRow = typeof oauthTokens.$inferSelect;
 export type NewTokenRow = typeof oauthTokens.$inferInsert;
-export type TokenChanges = Partial<Omit<NewTokenRow, "id" | "organizationId" | "providerRef" | "userId">>;
+export type TokenChanges = Partial<
+  Omit<NewTokenRow, "id" | "organizationId" | "tenantWorkspaceId" | "providerRef" | "userId">
+>;
 
-/** Whose grant a token is; agent "" means none. A subject may hold several tokens (accounts). */
+/**
+ * Whose grant a token is: its tenant (organization, and workspace or null for the organization's
+ * own), provider, end user label and agent ("" for none). A subject may hold several tokens.
+ */
 export interface Subject {
   organizationId: string;
+  tenantWorkspaceId: string | null;
   providerRef: string;
   userId: string;
   agentId: string;
-}
-
-/** Which of a user's tokens: every agent's unless one is named, any id unless one is named. */
-export type TokenMatch = Omit<Subject, "agentId"> & { agentId?: string; id?: string };
-
-/**
- * The matching token to hand out: the subject's default, else its most recently renewed one.
- * (The one query both `authenticate` paths use: by subject, and by `token_id` within a user.)
- */
-export async function pickToken(exec: Executor, m: TokenMatch): Promise<TokenRow | undefined> {
-  const [row] = await exec
-    .select()
-    .from(oauthTokens)
-    .where(
-      and(
-        eq(oauthTokens.organizationId, m.organizationId),
-        eq(oauthTokens.providerRef, m.providerRef),
-        eq(oauthTokens.userId, m.userId),
-        m.agentId === undefined ? undefined : eq(oauthTokens.agentId, m.agentId),
-        m.id === undefined ? undefined : eq(oauthTokens.id, m.id),
-      ),
-    )
-    .orderBy(desc(oauthTokens.isDefault), desc(oauthTokens.updatedAt), asc(oauthTokens.id))
-    .limit(1);
-  return row;
 }
 
 /** The token by id, locked for the rest of the transaction with `forUpdate`. */
@@ -61,6 +42,8 @@ export async function tokenById(
 export interface TokenFilter {
   id?: string;
   organizationId?: string;
+  /** The tenant's workspace; null: the organization's own tokens only; omitted: any. */
+  tenantWorkspaceId?: string | null;
   userId?: string;
   agentId?: string;
   workspaceId?: string;
@@ -75,30 +58,51 @@ export interface TokenWithProvider {
   provider: ProviderRow;
 }
 
+function matching(f: TokenFilter) {
+  const tenant = f.tenantWorkspaceId;
+  return and(
+    f.id === undefined ? undefined : eq(oauthTokens.id, f.id),
+    f.organizationId === undefined ? undefined : eq(oauthTokens.organizationId, f.organizationId),
+    tenant === undefined
+      ? undefined
+      : tenant === null
+        ? isNull(oauthTokens.tenantWorkspaceId)
+        : eq(oauthTokens.tenantWorkspaceId, tenant),
+    f.userId === undefined ? undefined : eq(oauthTokens.userId, f.userId),
+    f.agentId === undefined ? undefined : eq(oauthTokens.agentId, f.agentId),
+    f.workspaceId === undefined ? undefined : eq(oauthTokens.workspaceId, f.workspaceId),
+    f.providerRef === undefined ? undefined : eq(oauthTokens.providerRef, f.providerRef),
+    f.providerSlug === undefined ? undefined : eq(oauthProviders.providerId, f.providerSlug),
+    f.providerType === undefined ? undefined : eq(oauthProviders.providerType, f.providerType),
+  );
+}
+
+const withProviders = (exec: Executor, f: TokenFilter) =>
+  exec
+    .select({ token: oauthTokens, provider: oauthProviders })
+    .from(oauthTokens)
+    .innerJoin(oauthProviders, eq(oauthProviders.id, oauthTokens.providerRef))
+    .where(matching(f));
+
 /** Matching tokens with their providers, oldest first. */
 export function tokensWithProviders(
   exec: Executor,
   f: TokenFilter,
   limit?: number,
 ): Promise<TokenWithProvider[]> {
-  const q = exec
-    .select({ token: oauthTokens, provider: oauthProviders })
-    .from(oauthTokens)
-    .innerJoin(oauthProviders, eq(oauthProviders.id, oauthTokens.providerRef))
-    .where(
-      and(
-        f.id === undefined ? undefined : eq(oauthTokens.id, f.id),
-        f.organizationId === undefined ? undefined : eq(oauthTokens.organizationId, f.organizationId),
-        f.userId === undefined ? undefined : eq(oauthTokens.userId, f.userId),
-        f.agentId === undefined ? undefined : eq(oauthTokens.agentId, f.agentId),
-        f.workspaceId === undefined ? undefined : eq(oauthTokens.workspaceId, f.workspaceId),
-        f.providerRef === undefined ? undefined : eq(oauthTokens.providerRef, f.providerRef),
-        f.providerSlug === undefined ? undefined : eq(oauthProviders.providerId, f.providerSlug),
-        f.providerType === undefined ? undefined : eq(oauthProviders.providerType, f.providerType),
-      ),
-    )
-    .orderBy(asc(oauthTokens.createdAt), asc(oauthTokens.id));
+  const q = withProviders(exec, f).orderBy(asc(oauthTokens.createdAt), asc(oauthTokens.id));
   return limit === undefined ? q : q.limit(limit);
+}
+
+/**
+ * The matching token to hand out: the default, else the most recently renewed one. (The one
+ * query both `authenticate` paths use: by subject, and by `token_id`.)
+ */
+export async function pickToken(exec: Executor, f: TokenFilter): Promise<TokenRow | undefined> {
+  const [found] = await withProviders(exec, f)
+    .orderBy(desc(oauthTokens.isDefault), desc(oauthTokens.updatedAt), asc(oauthTokens.id))
+    .limit(1);
+  return found?.token;
 }
 
 export async function insertTokenRow(exec: Executor, values: NewTokenRow): Promise<TokenRow> {
@@ -137,11 +141,12 @@ export async function deleteTokenRows(exec: Executor, ids: string[]): Promise<vo
  * new one is set because the unique index is checked row by row.
  */
 export async function makeDefault(exec: Executor, row: TokenRow): Promise<TokenRow> {
-  const subject = and(
-    eq(oauthTokens.providerRef, row.providerRef),
-    eq(oauthTokens.userId, row.userId),
-    eq(oauthTokens.agentId, row.agentId),
-  );
+  const subject = matching({
+    providerRef: row.providerRef,
+    tenantWorkspaceId: row.tenantWorkspaceId,
+    userId: row.userId,
+    agentId: row.agentId,
+  });
   return exec.transaction(async (tx) => {
     await tx.select({ id: oauthTokens.id }).from(oauthTokens).where(subject).for("update");
     await tx

@@ -75,9 +75,11 @@ forEachDatabase(
   "agent connections",
   (suite) => {
     let oidc: OidcServer;
+    /** Tokens are the tenant's: each test keeps its own apart with end users of its own. */
     const ask = (extra: Record<string, unknown> = {}) => ({
       provider: MAIN.slug,
       scopes: ["openid"],
+      user_id: `user-${randomUUID()}`,
       ...extra,
     });
 
@@ -93,7 +95,8 @@ forEachDatabase(
     it("create → 201 with the record, list {data}, delete → 204 (the token stays)", async () => {
       const ctx = suite.ctx;
       const me = await newKey(ctx);
-      const token = await obtainToken(ctx, oidc, ask(), me.key);
+      const user = `user-${randomUUID()}`;
+      const token = await obtainToken(ctx, oidc, ask({ user_id: user }), me.key);
       const agent = `agent-${randomUUID()}`;
       assert.deepEqual(await listOf(ctx, agent, me.key), { data: [] });
       const res = await connect(ctx, agent, token.token_id ?? "", me.key);
@@ -104,7 +107,7 @@ forEachDatabase(
       assert.equal(conn.agent_id, agent);
       assert.equal(conn.oauth_token_id, token.token_id);
       assert.equal(conn.provider_id, MAIN.slug);
-      assert.equal(conn.created_by, me.userId);
+      assert.equal(conn.created_by, `apikey:${me.id}`, "who linked it: the calling key");
       assert.deepEqual(conn.scopes, token.scopes);
       assert.ok(conn.expires_at);
       assert.equal(conn.provider_account_label, null);
@@ -129,16 +132,18 @@ forEachDatabase(
         me.key,
       );
       assert.equal(again.statusCode, 404);
-      const tokens = (await send(ctx, "GET", "/v2/auth/tokens", undefined, me.key)).json() as unknown[];
-      assert.equal(tokens.length, 1);
+      const tokens = (await send(ctx, "GET", `/v2/auth/tokens?user_id=${user}`, undefined, me.key)).json();
+      assert.equal((tokens as unknown[]).length, 1);
     });
 
-    it("the token must be the caller's (404); one connection per provider (409); bad input 422", async () => {
+    it("the token must be one the workspace may use (404); one connection per provider (409); bad input 422", async () => {
       const ctx = suite.ctx;
       const me = await newKey(ctx);
-      const other = await newKey(ctx);
-      const mine = await obtainToken(ctx, oidc, ask(), me.key);
-      const mine2 = await obtainToken(ctx, oidc, ask({ force_new: true }), me.key);
+      const other = await newKey(ctx, "member", ctx.workspace2Id);
+      const user = `user-${randomUUID()}`;
+      const mine = await obtainToken(ctx, oidc, ask({ user_id: user }), me.key);
+      const mine2 = await obtainToken(ctx, oidc, ask({ user_id: user, force_new: true }), me.key);
+      // Another workspace's token: the organization's key sees it, this workspace's agents may not use it.
       const theirs = await obtainToken(ctx, oidc, ask(), other.key);
       const agent = `agent-${randomUUID()}`;
       for (const id of [theirs.token_id ?? "", randomUUID()]) {
@@ -153,7 +158,7 @@ forEachDatabase(
       const sameProvider = await connect(ctx, agent, mine2.token_id ?? "", me.key);
       assert.equal(sameProvider.statusCode, 409);
       assert.match(sameProvider.body, /already has a connection for provider/);
-      const elsewhere = await obtainToken(ctx, oidc, ask({ provider: SECOND.slug }), me.key);
+      const elsewhere = await obtainToken(ctx, oidc, ask({ provider: SECOND.slug, user_id: user }), me.key);
       assert.equal((await connect(ctx, agent, elsewhere.token_id ?? "", me.key)).statusCode, 201);
       assert.equal((await listOf(ctx, agent, me.key)).data.length, 2);
 
@@ -177,7 +182,7 @@ forEachDatabase(
       }
       const longest = await connect(ctx, "x".repeat(100), mine.token_id ?? "", me.key);
       assert.equal(longest.statusCode, 201, "100 characters are allowed");
-      const viaLongest = await authenticateAs(ctx, ask({ agent_id: "x".repeat(100) }), me.key);
+      const viaLongest = await authenticateAs(ctx, ask({ user_id: user, agent_id: "x".repeat(100) }), me.key);
       assert.equal(viaLongest.token_id, mine.token_id, "authenticate takes the same ids");
       const over = await send(
         ctx,
@@ -239,15 +244,16 @@ forEachDatabase(
     it("authenticate with agent_id hands out the connection's token, to anyone of the workspace", async () => {
       const ctx = suite.ctx;
       const owner = await newKey(ctx);
-      const caller = await newKey(ctx);
-      const token = await obtainToken(ctx, oidc, ask(), owner.key);
+      const caller = await newKey(ctx, "member", ctx.workspaceId);
+      const user = `user-${randomUUID()}`;
+      const token = await obtainToken(ctx, oidc, ask({ user_id: user }), owner.key);
       const agent = `agent-${randomUUID()}`;
       const conn = (await connect(ctx, agent, token.token_id ?? "", owner.key)).json() as Connection;
       const answer = await authenticateAs(ctx, ask({ agent_id: agent }), caller.key);
       assert.equal(answer.status, "completed", JSON.stringify(answer));
       assert.equal(answer.token, token.token);
       assert.equal(answer.token_id, token.token_id);
-      assert.equal(answer.user_id, owner.userId);
+      assert.equal(answer.user_id, user);
       assert.deepEqual(answer.metadata, { agent_id: agent, connection_id: conn.id });
 
       const wider = await authenticateAs(
@@ -267,10 +273,14 @@ forEachDatabase(
       const ws2 = await newKey(ctx, "member", ctx.workspace2Id);
       const elsewhere = await authenticateAs(ctx, ask({ agent_id: agent }), ws2.key);
       assert.equal(elsewhere.status, "pending");
-      // force_new ignores the connection and starts the caller's own flow.
-      const forced = await authenticateAs(ctx, ask({ agent_id: agent, force_new: true }), caller.key);
+      // force_new ignores the connection and starts a flow of the caller's tenant.
+      const forced = await authenticateAs(
+        ctx,
+        { provider: MAIN.slug, scopes: ["openid"], agent_id: agent, force_new: true },
+        caller.key,
+      );
       assert.equal(forced.status, "pending");
-      assert.equal(forced.user_id, caller.userId);
+      assert.equal(forced.user_id, `workspace:${ctx.workspaceId}`);
 
       // The token's grant expires and cannot be renewed: the connection says so.
       await ctx.db.orm.execute(
@@ -322,6 +332,14 @@ forEachDatabase(
         const res = await connect(ctx, someAgent, token.token_id ?? "", other);
         assert.equal(res.statusCode, 201, res.body);
         return `/v2/auth/agents/${someAgent}/connections/${(res.json() as Connection).id}`;
+      },
+      otherWorkspaceUrl: async (ctx: TestContext) => {
+        // A connection of the default workspace, which a key bound to workspace2 does not see.
+        const token = await obtainToken(ctx, oidc, ask(), ctx.keys.member);
+        const res = await connect(ctx, `ws1-${randomUUID()}`, token.token_id ?? "", ctx.keys.member);
+        assert.equal(res.statusCode, 201, res.body);
+        const conn = res.json() as Connection;
+        return `/v2/auth/agents/${conn.agent_id}/connections/${conn.id}`;
       },
     });
   },

@@ -42,15 +42,17 @@ forEachDatabase(
   "oauth callback (POST form) and setup landing",
   (suite) => {
     let oidc: OidcServer;
-    /** A started flow and where the provider sends the browser back (code and state). */
+    /** A started flow for an end user of its own, and where the provider sends the browser back. */
     const startAndConsent = async (key: string, slug = MAIN.slug) => {
-      const pending = await authenticateAs(suite.ctx, { provider: slug, scopes: ["openid"] }, key);
+      const user = `user-${randomUUID()}`;
+      const ask = { provider: slug, scopes: ["openid"], user_id: user };
+      const pending = await authenticateAs(suite.ctx, ask, key);
       assert.equal(pending.status, "pending");
       const redirect = await oidc.authorize(pending.url ?? "");
       const code = redirect.searchParams.get("code") ?? "";
       const state = redirect.searchParams.get("state") ?? "";
       assert.ok(code && state);
-      return { pending, redirect, code, state, authId: pending.auth_id ?? "" };
+      return { pending, redirect, code, state, authId: pending.auth_id ?? "", user };
     };
     const wait = async (authId: string, key: string) =>
       (
@@ -110,16 +112,35 @@ forEachDatabase(
       assert.equal((await wait(authId, me.key)).status, "completed");
     });
 
+    it("POST: a flow a workspace-bound key does not see (the organization's) is not found for it", async () => {
+      const ctx = suite.ctx;
+      const me = await newKey(ctx);
+      const { code, state, authId, user } = await startAndConsent(me.key);
+      const bound = await send(
+        ctx,
+        "POST",
+        `/v2/auth/callback/${MAIN.slug}`,
+        { code, state },
+        ctx.keys.boundMember,
+      );
+      assert.equal(bound.statusCode, 400, bound.body);
+      assert.deepEqual(await flowStatus(ctx, authId), { status: "pending", consumed: false });
+      assert.equal(await tokenCount(ctx, user), 0);
+      const own = await send(ctx, "POST", `/v2/auth/callback/${MAIN.slug}`, { code, state }, me.key);
+      assert.equal(own.statusCode, 200, own.body);
+      assert.equal(await tokenCount(ctx, user), 1);
+    });
+
     it("POST: another provider's path fails the flow; nothing is stored", async () => {
       const ctx = suite.ctx;
       const me = await newKey(ctx);
-      const { code, state, authId } = await startAndConsent(me.key);
+      const { code, state, authId, user } = await startAndConsent(me.key);
       const res = await send(ctx, "POST", `/v2/auth/callback/${SECOND.slug}`, { code, state }, me.key);
       assert.equal(res.statusCode, 400);
       assert.match(res.body, /another provider/);
       const failed = await wait(authId, me.key);
       assert.equal(failed.status, "failed");
-      assert.equal(await tokenCount(ctx, me.userId), 0);
+      assert.equal(await tokenCount(ctx, user), 0);
     });
 
     it("POST: bad bodies → 422, a viewer → 403; neither touches the flow", async () => {
@@ -151,7 +172,7 @@ forEachDatabase(
     it("GET /v2/auth/setup: without a state nothing happens; with one it finishes the flow", async () => {
       const ctx = suite.ctx;
       const me = await newKey(ctx);
-      const { code, state, authId } = await startAndConsent(me.key);
+      const { code, state, authId, user } = await startAndConsent(me.key);
       const get = (query: string) =>
         ctx.app.inject({ method: "GET", url: `/v2/auth/setup/${MAIN.slug}${query}` });
 
@@ -178,13 +199,14 @@ forEachDatabase(
       assert.equal(done.statusCode, 200, done.body);
       assert.match(done.body, /Authorization complete/);
       assert.equal((await wait(authId, me.key)).status, "completed");
-      assert.equal(await tokenCount(ctx, me.userId), 1);
+      assert.equal(await tokenCount(ctx, user), 1);
     });
 
     it("GET /v2/auth/setup: a refusal with a state fails that flow; its text is escaped", async () => {
       const ctx = suite.ctx;
       const me = await newKey(ctx);
-      const pending = await authenticateAs(ctx, { provider: MAIN.slug, scopes: ["openid"] }, me.key);
+      const ask = { provider: MAIN.slug, scopes: ["openid"], user_id: `user-${randomUUID()}` };
+      const pending = await authenticateAs(ctx, ask, me.key);
       const state = new URL(pending.url ?? "").searchParams.get("state") ?? "";
       const query = new URLSearchParams({ state, error: "access_denied", error_description: "<b>no</b>" });
       const res = await ctx.app.inject({ method: "GET", url: `/v2/auth/setup/${MAIN.slug}?${query}` });

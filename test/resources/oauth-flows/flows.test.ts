@@ -45,6 +45,7 @@ interface TokenRecord {
   id: string;
   provider_id: string;
   user_id: string;
+  workspace_id: string | null;
   agent_id: string | null;
   scopes: string[];
   has_refresh_token: boolean;
@@ -537,7 +538,9 @@ forEachDatabase(
           "token_type",
           "updated_at",
           "user_id",
+          "workspace_id",
         ]);
+        assert.equal(t.workspace_id, null, "the organization's: an organization-level key obtained it");
         assert.equal(t.has_refresh_token, true);
       }
       const onePost = await tokensOf("user-1", "&provider=post-no-pkce");
@@ -547,16 +550,17 @@ forEachDatabase(
       assert.equal(viewerList.statusCode, 200);
       const otherList = await send(ctx, "GET", "/v2/auth/tokens?user_id=user-1", undefined, ctx.other.admin);
       assert.deepEqual(otherList.json(), []);
-      const own = await send(ctx, "GET", "/v2/auth/tokens");
-      assert.equal(own.statusCode, 200, "without user_id: the calling key's own tokens");
-      assert.deepEqual(own.json(), []);
+      const all = await send(ctx, "GET", "/v2/auth/tokens");
+      assert.equal(all.statusCode, 200, "without user_id: every token of the tenant");
+      const users = new Set((all.json() as TokenRecord[]).map((t) => t.user_id));
+      assert.ok(users.has("user-1") && users.has("user-11"), [...users].join());
 
       const target = onePost[0] as TokenRecord;
       const url = `/v2/auth/tokens/${target.id}?user_id=user-1`;
       const foreign = await send(ctx, "DELETE", url, undefined, ctx.other.admin);
       assert.equal(foreign.statusCode, 404);
-      const notOwner = await send(ctx, "DELETE", `/v2/auth/tokens/${target.id}`);
-      assert.equal(notOwner.statusCode, 404, "another user's token is not found");
+      const notOwner = await send(ctx, "DELETE", `/v2/auth/tokens/${target.id}?user_id=user-2`);
+      assert.equal(notOwner.statusCode, 404, "another user's token is not found when a user is named");
       const del = await send(ctx, "DELETE", url);
       assert.equal(del.statusCode, 204, del.body);
       assert.equal(del.body, "");
