@@ -90,6 +90,35 @@ export function containerLaunches(s: ContainerSettings): (index: number) => Cont
   });
 }
 
+/** The PORT a container app is given: its own port on a bridge, the published one on the host's network. */
+export function appPort(launch: ContainerLaunch, hostPort: number): number {
+  return launch.network === "host" ? hostPort : CONTAINER_PORT;
+}
+
+/** Engine commands are not free: while a container is not running yet, its pid is asked this often. */
+const PID_RETRY_MS = 1000;
+
+/**
+ * The host pid of a replica's container once it runs (the engine's `inspect`), remembered once
+ * known; undefined before. What port-check.ts reads the container's listening sockets from.
+ */
+export function containerPidFinder(launch: ContainerLaunch): () => Promise<number | undefined> {
+  let pid: number | undefined;
+  let askedAt = Number.NEGATIVE_INFINITY;
+  return async () => {
+    if (pid !== undefined || Date.now() - askedAt < PID_RETRY_MS) return pid;
+    askedAt = Date.now();
+    const r = await execEngine(
+      launch.engine,
+      ["inspect", "--format", "{{.State.Pid}}", "--", launch.name],
+      10_000,
+    );
+    const found = r.ok ? Number(r.stdout.trim()) : 0;
+    if (Number.isInteger(found) && found > 0) pid = found;
+    return pid;
+  };
+}
+
 export interface SpawnCommand {
   file: string;
   args: string[];
@@ -116,7 +145,7 @@ export function containerCommand(
   hostPort: number,
   appEnv: Record<string, string>,
 ): SpawnCommand {
-  const port = launch.network === "host" ? hostPort : CONTAINER_PORT;
+  const port = appPort(launch, hostPort);
   const envFile = join(launch.envDir, `${launch.name}.env`);
   let byName: Record<string, string>;
   try {

@@ -1,5 +1,6 @@
 import { request } from "node:http";
 import { setTimeout as sleep } from "node:timers/promises";
+import type { PortCheck } from "./port-check.ts";
 
 /** One GET: the status, or a short reason when nothing answered. */
 export function probe(port: number, path: string, timeoutMs: number): Promise<number | string> {
@@ -26,6 +27,8 @@ export interface HealthWait {
   signal: AbortSignal;
   /** Set once the process has exited; the wait stops with that description. */
   exited: () => string | undefined;
+  /** What the app listens on meanwhile: a wrong port fails sooner, and the reasons name $PORT. */
+  ports?: PortCheck;
 }
 
 export type HealthResult = { ok: true } | { ok: false; reason: string };
@@ -41,14 +44,16 @@ const EARLY_MS = 3000;
 const MAX_PAUSE_MS = 100;
 
 /**
- * Polls until GET `path` answers with a status below 500, the process exits, time runs out or
- * abort. The first probe goes out at once and the pauses start at a few ms: a small app answers
+ * Polls until GET `path` answers with a status below 500, the process exits, it turns out to
+ * listen elsewhere (`ports`), time runs out or abort. The first probe goes out at once and the pauses start at a few ms: a small app answers
  * within a few dozen ms of its start, and every ms of waiting here is deploy time.
  */
 export async function waitHealthy(w: HealthWait): Promise<HealthResult> {
   const started = Date.now();
   const deadline = started + w.timeoutMs;
   let last = "no answer yet";
+  /** Whether anything answered on the port (then it listens there, and the path is what fails). */
+  let answered = false;
   let pause = FIRST_PAUSE_MS;
   for (;;) {
     if (w.signal.aborted) return { ok: false, reason: "interrupted" };
@@ -56,14 +61,20 @@ export async function waitHealthy(w: HealthWait): Promise<HealthResult> {
     if (exit !== undefined) return { ok: false, reason: exit };
     const left = deadline - Date.now();
     if (left <= 0) {
+      const listening = answered ? undefined : await w.ports?.timedOut(w.timeoutMs);
       return {
         ok: false,
-        reason: `did not answer GET ${w.path} with a status below 500 within ${w.timeoutMs} ms (last: ${last})`,
+        reason:
+          listening ??
+          `did not answer GET ${w.path} with a status below 500 within ${w.timeoutMs} ms (last: ${last})`,
       };
     }
     const result = await probe(w.port, w.path, Math.max(50, Math.min(2000, left)));
     if (typeof result === "number" && result < 500) return { ok: true };
+    answered ||= typeof result === "number";
     last = typeof result === "number" ? `status ${result}` : result;
+    const wrong = answered ? undefined : await w.ports?.verdict();
+    if (wrong !== undefined) return { ok: false, reason: wrong };
     await sleep(Math.min(pause, Math.max(0, deadline - Date.now())));
     const cap = Date.now() - started < EARLY_MS ? EARLY_MAX_PAUSE_MS : MAX_PAUSE_MS;
     pause = Math.min(cap, Math.ceil(pause * 1.5));

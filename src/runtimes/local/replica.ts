@@ -4,13 +4,20 @@ import { randomBytes } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 import { DeployError } from "../interface.ts";
 import { createMemoryCgroup, type MemoryCgroup } from "./cgroup.ts";
-import { type ContainerLaunch, containerCommand, stopContainer } from "./container.ts";
+import {
+  appPort,
+  type ContainerLaunch,
+  containerCommand,
+  containerPidFinder,
+  stopContainer,
+} from "./container.ts";
 import { type CpuCgroup, createCpuCgroup } from "./cpu-cgroup.ts";
 import { abortError } from "./exec.ts";
 import { type HealthResult, waitHealthy } from "./health.ts";
 import { forEachLine, type Tail } from "./lines.ts";
 import { groupRssBytes } from "./memory.ts";
 import type { ProcessRecord } from "./orphans.ts";
+import { PortCheck } from "./port-check.ts";
 import { releasePort, takePort } from "./ports.ts";
 import { killGroup } from "./process-group.ts";
 import type { Wrap } from "./sandbox.ts";
@@ -220,6 +227,21 @@ export class Replica {
       timeoutMs: this.o.healthTimeoutMs,
       signal,
       exited: () => this.exitInfo,
+      ports: this.portCheck(),
+    });
+  }
+
+  /** What this start's processes listen on: a process's own tree, or the container's. */
+  private portCheck(): PortCheck {
+    const { launch } = this.o;
+    if (launch.kind === "process") {
+      const pid = this.child?.pid;
+      return new PortCheck({ port: this.port, origin: "loopback", root: async () => pid });
+    }
+    return new PortCheck({
+      port: appPort(launch, this.port),
+      origin: launch.network === "host" ? "loopback" : "bridge",
+      root: containerPidFinder(launch),
     });
   }
 

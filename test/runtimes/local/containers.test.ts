@@ -51,6 +51,7 @@ describe("local runtime: containers", () => {
   let v2 = "";
   let unlabelled = "";
   let exits = "";
+  let wrongPort = "";
 
   before(async () => {
     if (images === undefined) return;
@@ -58,6 +59,10 @@ describe("local runtime: containers", () => {
     v2 = await images.build("app", "2", { version: "v2", label: "2.0.0" });
     unlabelled = await images.build("plain", "7.3", { version: "plain" });
     exits = await images.build("exits", "1", { version: "x", cmd: 'echo "starting and exiting"; exit 3' });
+    wrongPort = await images.build("wrong-port", "1", {
+      version: "w",
+      cmd: "exec /bin/httpd -f -p 3000 -h /www",
+    });
   });
   after(async () => {
     await Promise.all(runtimes.map((r) => r.close()));
@@ -287,6 +292,26 @@ describe("local runtime: containers", () => {
       return true;
     });
     assert.match(deploy.text("deploy"), /starting and exiting/);
+    assert.deepEqual(await images.containers(rt.containers.owner, s.deploymentId), []);
+  });
+
+  it("a container that listens on a hard-coded port fails soon, naming it and $PORT", {
+    skip,
+    // Far below the health timeout: only the early verdict passes.
+    timeout: 120_000,
+  }, async () => {
+    assert.ok(images);
+    const rt = runtime({ healthTimeoutMs: 300_000 });
+    const s = spec({ kind: "image", imageUri: wrongPort });
+    await built(rt, s);
+    await assert.rejects(rt.activate(s, phase()), (err: unknown) => {
+      assert.ok(err instanceof DeployError);
+      assert.equal(
+        err.message,
+        `process web.1 listens on port 3000, not on $PORT (${CONTAINER_PORT}): make it listen on the port in the PORT environment variable`,
+      );
+      return true;
+    });
     assert.deepEqual(await images.containers(rt.containers.owner, s.deploymentId), []);
   });
 

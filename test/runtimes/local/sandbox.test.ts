@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { after, describe, it } from "node:test";
 import { DeployError } from "../../../src/runtimes/interface.ts";
 import { NO_SANDBOX_REFUSAL, UNSANDBOXED_WARNING } from "../../../src/runtimes/local/confine.ts";
+import { takePort } from "../../../src/runtimes/local/ports.ts";
 import { hostSystem, probeBwrap } from "../../../src/runtimes/local/sandbox.ts";
 import {
   alive,
@@ -244,6 +245,36 @@ describe("local runtime: sandbox (bubblewrap)", { skip }, () => {
     );
     await rt.teardown(s.deploymentId);
     assert.deepEqual(group(), []);
+  });
+
+  it("an app that listens on a hard-coded port inside the sandbox fails soon, naming it and $PORT", {
+    // Far below the health timeout: only the early verdict passes.
+    timeout: 60_000,
+  }, async () => {
+    // Free now; handed out by the runtime's own allocator, so no replica is given it as $PORT.
+    const wrong = await takePort();
+    const rt = newRuntime(tempDir(), { sandbox: "bwrap", uidRange: RANGE, healthTimeoutMs: 300_000 });
+    after(() => rt.close());
+    const src = writeApp(tempDir(), {
+      config: { start: "node wrong.js", healthcheck: "/" },
+      extra: {
+        "wrong.js": `console.log("PORT=" + process.env.PORT);
+          require("node:http").createServer((q, r) => r.end()).listen(${wrong}, "0.0.0.0");`,
+      },
+    });
+    const s = spec({ kind: "directory", path: src });
+    const ctx = phase();
+    await rt.prepare(s, ctx);
+    await rt.build(s, ctx);
+    await assert.rejects(rt.activate(s, ctx), (err: unknown) => {
+      assert.ok(err instanceof DeployError);
+      const port = ctx.lines.deploy.find((l) => l.startsWith("PORT="))?.slice(5);
+      assert.equal(
+        err.message,
+        `process web.1 listens on port ${wrong}, not on $PORT (${port}): make it listen on the port in the PORT environment variable`,
+      );
+      return true;
+    });
   });
 
   it("app processes outlive a killed Slipway; the next runtime ends them before starting again", async () => {
