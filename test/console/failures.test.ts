@@ -2,8 +2,8 @@
 // line), the hosted service's console link, OAuth provider editing, revision numbers and the
 // template list of New deployment.
 import assert from "node:assert/strict";
-import { after, before, it } from "node:test";
-import type { Browser, Page } from "playwright-core";
+import { after, afterEach, before, beforeEach, it } from "node:test";
+import type { Browser, BrowserContext, Page } from "playwright-core";
 import { AppDatabases } from "../../src/reconciler/app-database.ts";
 import { type RunningReconciler, startReconciler } from "../../src/reconciler/start.ts";
 import { Api, AppRepo, e2eEnv, freePort, gitRoot } from "../e2e/stack.ts";
@@ -28,6 +28,7 @@ forEachDatabase(
   (suite, kind) => {
     let browser: Browser;
     let stack: RunningReconciler | undefined;
+    let context: BrowserContext;
     let page: Page;
     const base = `http://127.0.0.1:${apiPort}`;
     const created: string[] = [];
@@ -75,7 +76,6 @@ forEachDatabase(
       await suite.ctx.app.listen({ port: apiPort, host: "127.0.0.1" });
       stack = await startReconciler(suite.ctx, suite.ctx.app.log);
       browser = await launch();
-      page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
       crashed = await deploy(`crashes-${kind}`, "exit");
       broken = await deploy(`breaks-${kind}`, "ok", {
         install: `echo installing-marker; node -e "console.log('${LONG_LINE}')"; exit 7`,
@@ -85,6 +85,14 @@ forEachDatabase(
       assert.equal(await settle(broken.revision), "BUILD_FAILED");
       await settle(elsewhere.revision);
     });
+    // Each test has a tab of its own (no key in its session storage yet), so each runs alone.
+    beforeEach(async () => {
+      context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+      page = await context.newPage();
+    });
+    afterEach(() => context?.close());
+    const admin = (hash: string, ready: string) =>
+      signIn(page, `${base}/console/${hash}`, suite.ctx.keys.admin, ready);
     after(async () => {
       await browser?.close();
       await stack?.stop();
@@ -93,7 +101,7 @@ forEachDatabase(
     });
 
     it("the list's badge is the latest revision's state, red when it failed; the filter offers revision states", async () => {
-      await signIn(page, `${base}/console/`, suite.ctx.keys.admin);
+      await admin("", "h2:has-text('Deployments')");
       const row = page.locator("tr", { has: page.locator(`a:has-text('${crashed.name}')`) });
       const badge = row.locator(".status").first();
       await badge.waitFor();
@@ -132,7 +140,7 @@ forEachDatabase(
     });
 
     it("a failed deploy opens on the deploy log, a failed build on the build log; the selected tab shows", async () => {
-      await page.goto(`${base}/console/#/deployments/${crashed.id}`);
+      await admin(`#/deployments/${crashed.id}`, `h2:has-text('${crashed.name}')`);
       const log = page.locator("[data-testid=log]");
       await page.waitForFunction(() =>
         document.querySelector("[data-testid=log]")?.textContent?.includes("starting and exiting"),
@@ -164,7 +172,7 @@ forEachDatabase(
     });
 
     it("a long log line wraps inside the log panel and leaves the revisions column its width", async () => {
-      await page.goto(`${base}/console/#/deployments/${broken.id}`);
+      await admin(`#/deployments/${broken.id}`, `h2:has-text('${broken.name}')`);
       await page.waitForFunction(
         (line) => document.querySelector("[data-testid=log]")?.textContent?.includes(line),
         LONG_LINE,
@@ -194,50 +202,39 @@ forEachDatabase(
         for (const r of body.resources) r.number += 100;
         await route.fulfill({ response: res, json: body });
       });
-      try {
-        await page.goto(`${base}/console/#/deployments/${crashed.id}`);
-        await page.waitForSelector(`h2:has-text('${crashed.name}')`);
-        await page.waitForSelector(".timeline li");
-        assert.match(String(await page.locator(".timeline li button.link").first().textContent()), /^#101 /);
-      } finally {
-        await page.unroute("**/v2/deployments/*/revisions?*");
-      }
+      await admin(`#/deployments/${crashed.id}`, `h2:has-text('${crashed.name}')`);
+      await page.waitForSelector(".timeline li");
+      assert.match(String(await page.locator(".timeline li button.link").first().textContent()), /^#101 /);
     });
 
     it("the hosted service's console link opens the deployment, in the key's workspace that holds it", async () => {
-      const context = await browser.newContext();
-      try {
-        const fresh = await context.newPage();
-        const link = `${base}/o/${suite.ctx.orgId}/host/deployments/${elsewhere.id}`;
-        // No key yet: the console asks for one, then shows the deployment.
-        await signIn(fresh, link, suite.ctx.keys.admin, `h2:has-text('${elsewhere.name}')`);
-        assert.equal(fresh.url(), `${base}/console/#/deployments/${elsewhere.id}`);
-        assert.equal(
-          await fresh.evaluate(() => sessionStorage.getItem("slipway.workspace")),
-          suite.ctx.workspace2Id,
-          "the console moved to the deployment's workspace",
-        );
-        // The same without /host, with a key bound to that workspace.
-        await fresh.click("button:has-text('Sign out')");
-        await signIn(
-          fresh,
-          `${base}/o/${suite.ctx.orgId}/deployments/${crashed.id}`,
-          suite.ctx.keys.boundMember,
-          "[role=alert]",
-        );
-        // The bound key cannot see the default workspace's deployment: "not found", no other workspace.
-        assert.match(String(await fresh.textContent("[role=alert]")), /not found/i);
-        assert.equal(await fresh.evaluate(() => sessionStorage.getItem("slipway.workspace")), null);
-        await fresh.goto(`${base}/o/${suite.ctx.orgId}/deployments/${elsewhere.id}`);
-        await fresh.waitForSelector(`h2:has-text('${elsewhere.name}')`);
-      } finally {
-        await context.close();
-      }
+      const link = `${base}/o/${suite.ctx.orgId}/host/deployments/${elsewhere.id}`;
+      // No key yet: the console asks for one, then shows the deployment.
+      await signIn(page, link, suite.ctx.keys.admin, `h2:has-text('${elsewhere.name}')`);
+      assert.equal(page.url(), `${base}/console/#/deployments/${elsewhere.id}`);
+      assert.equal(
+        await page.evaluate(() => sessionStorage.getItem("slipway.workspace")),
+        suite.ctx.workspace2Id,
+        "the console moved to the deployment's workspace",
+      );
+      // The same without /host, with a key bound to that workspace.
+      await page.click("button:has-text('Sign out')");
+      await signIn(
+        page,
+        `${base}/o/${suite.ctx.orgId}/deployments/${crashed.id}`,
+        suite.ctx.keys.boundMember,
+        "[role=alert]",
+      );
+      // The bound key cannot see the default workspace's deployment: "not found", no other workspace.
+      assert.match(String(await page.textContent("[role=alert]")), /not found/i);
+      assert.equal(await page.evaluate(() => sessionStorage.getItem("slipway.workspace")), null);
+      await page.goto(`${base}/o/${suite.ctx.orgId}/deployments/${elsewhere.id}`);
+      await page.waitForSelector(`h2:has-text('${elsewhere.name}')`);
     });
 
     it("OAuth providers: added with PKCE and auth method, shown with the callback URL, edited (PATCH)", async () => {
       const api = new Api(suite.ctx);
-      await page.goto(`${base}/console/#/providers`);
+      await admin("#/providers", "h2:has-text('OAuth providers')");
       const form = page.locator("form[aria-label='Add a provider']");
       await form.waitFor();
       await form.locator("input[name=provider_id]").fill("gh-console");
@@ -296,23 +293,34 @@ forEachDatabase(
       assert.equal(edited.uses_pkce, false);
       assert.equal(edited.has_client_secret, true, "an empty secret field keeps the stored secret");
       assert.equal(edited.token_endpoint_auth_method, "client_secret_basic");
+
+      // A viewer sees the providers and their callback URLs, and no way to change them.
+      await page.click("button:has-text('Sign out')");
+      await signIn(
+        page,
+        `${base}/console/#/providers`,
+        suite.ctx.keys.viewer,
+        "tr[data-provider='gh-console']",
+      );
+      assert.equal(await page.locator("button:has-text('Edit')").count(), 0);
+      assert.equal(await page.locator("button:has-text('Delete')").count(), 0);
+      assert.equal(await page.locator("form").count(), 0);
+      assert.match(
+        String(await page.textContent("tr[data-provider='gh-console'] td.url")),
+        /\/v2\/auth\/callback\/gh-console$/,
+      );
     });
 
     it("New deployment shows the template list at once (fetched at sign-in, not when the form opens)", async () => {
-      await page.click("button:has-text('Sign out')");
       const templates = page.waitForResponse((r) => r.url().endsWith("/v2/templates") && r.ok());
       await signIn(page, `${base}/console/`, suite.ctx.keys.member);
       await templates;
       // From here on the server cannot answer the list: the form must already have it.
       await page.route("**/v2/templates", (route) => route.abort());
-      try {
-        await page.click("a:has-text('New deployment')");
-        await page.waitForSelector("select[name=template]");
-        assert.ok((await page.locator("select[name=template] option").count()) > 0);
-        assert.equal(await page.locator("[role=alert]").count(), 0);
-      } finally {
-        await page.unroute("**/v2/templates");
-      }
+      await page.click("a:has-text('New deployment')");
+      await page.waitForSelector("select[name=template]");
+      assert.ok((await page.locator("select[name=template] option").count()) > 0);
+      assert.equal(await page.locator("[role=alert]").count(), 0);
     });
   },
   {

@@ -1,6 +1,6 @@
 // The OAuth provider form: add a provider or edit one (PATCH), with its PKCE and token-endpoint
 // settings and the callback URL to register at the provider.
-import { useState } from "preact/hooks";
+import { useEffect, useRef, useState } from "preact/hooks";
 import { type paths, unwrap } from "../../sdk/client.ts";
 import { publicBase, type Session } from "./session.ts";
 import { ErrorBox, useAction } from "./ui.tsx";
@@ -95,6 +95,11 @@ export function ProviderForm({
   const [form, setForm] = useState<Form>(editing ? formOf(editing) : EMPTY);
   const action = useAction(() => undefined);
   const set = (patch: Partial<Form>) => setForm({ ...form, ...patch });
+  // The form sits below the list: bring it into view when a row's Edit opens it.
+  const ref = useRef<HTMLFormElement>(null);
+  useEffect(() => {
+    if (editing) ref.current?.scrollIntoView({ block: "nearest" });
+  }, []);
   const text = (k: "provider_id" | "name" | "client_id" | "auth_url" | "token_url", label: string) => (
     <label>
       {label}
@@ -143,6 +148,7 @@ export function ProviderForm({
     });
   return (
     <form
+      ref={ref}
       class="form"
       aria-label={editing ? `Edit provider ${editing.provider_id}` : "Add a provider"}
       onSubmit={(e) => {
