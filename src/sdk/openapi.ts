@@ -10112,7 +10112,7 @@ export interface paths {
                         "application/json": {
                             /** @description When the token stops working; null: it does not expire (the registry's own credential). */
                             expires_at: string | null;
-                            /** @description The registry (host[:port][/path]), as `podman login` takes it. */
+                            /** @description The workspace's namespace in the registry (`host[:port][/path]/<workspace id>`): `<registry_url>/<deployment name>` is `repository`, the one the token may push to. `podman login` takes it as it is. */
                             registry_url: string;
                             /** @description Where this deployment's images go: push `<repository>:<tag>` and send it as `source_revision_config.image_uri` of an internal_docker deployment. */
                             repository: string;
