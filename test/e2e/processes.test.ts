@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -31,6 +32,7 @@ interface Node {
 async function startNode(
   dbUrl: string,
   dataDir = mkdtempSync(join(tmpdir(), "slipway-node-")),
+  env: Record<string, string> = {},
 ): Promise<Node> {
   const port = await freePort();
   const appsPort = await freePort();
@@ -48,6 +50,7 @@ async function startNode(
     // These builds signal the test through host files (gates, one file per build), which a sandbox
     // hides; the sandbox's own kill -9 and restart behaviour is in test/runtime/sandbox.test.ts.
     SLIPWAY_SANDBOX: "none",
+    ...env,
   });
   const [, url] = await proc.waitFor(/Slipway is serving (\S+)/, 60_000);
   return { proc, api: url ?? "", appsPort, dataDir };
@@ -68,6 +71,7 @@ async function deploy(
   node: Node,
   name: string,
   installCommand: string,
+  repoName = "svc",
 ): Promise<{ id: string; rid: string }> {
   const integrations = await call<{ id: string; path: string | null }[]>(
     node,
@@ -87,7 +91,7 @@ async function deploy(
     "GET",
     `/v1/integrations/forge/codehost/${integrationId}/repos`,
   );
-  const repoUrl = repos.find((r) => r.name === "svc")?.url;
+  const repoUrl = repos.find((r) => r.name === repoName)?.url;
   const created = await call<{ id: string; latest_revision_id: string }>(node, "POST", "/v2/deployments", {
     name,
     source: "codehost",
@@ -96,6 +100,19 @@ async function deploy(
     secrets: [{ name: "GREETING", value: `hello from ${name}` }],
   });
   return { id: created.id, rid: created.latest_revision_id };
+}
+
+/** Commits everything in `dir` as the suite's author. */
+function commitAll(dir: string, message: string): void {
+  const env = {
+    ...process.env,
+    GIT_AUTHOR_NAME: "Slipway Test",
+    GIT_AUTHOR_EMAIL: "test@slipway.invalid",
+    GIT_COMMITTER_NAME: "Slipway Test",
+    GIT_COMMITTER_EMAIL: "test@slipway.invalid",
+  };
+  execFileSync("git", ["add", "-A"], { cwd: dir, env });
+  execFileSync("git", ["commit", "-q", "-m", message], { cwd: dir, env });
 }
 
 const history = async (db: TestDatabase, rid: string) => {
@@ -176,6 +193,58 @@ describe("end to end: Slipway processes on one PostgreSQL", { skip: !DB_KINDS.in
       await new Promise((r) => setTimeout(r, 100));
     }
     assert.equal(await buildLines(), linesBefore, "no build ran");
+  });
+
+  it("an app that listens on a hard-coded port fails long before the health timeout, naming that port and $PORT; the previous revision keeps serving", async () => {
+    // A health timeout far beyond the wait below: only the early verdict ends the deploy in time.
+    const node = await startNode(db.url ?? "", undefined, { SLIPWAY_HEALTH_TIMEOUT_MS: "300000" });
+    nodes.push(node);
+    const ported = new AppRepo(git.team, "ported");
+    ported.commit({ version: "1" });
+    const { id, rid } = await deploy(node, "ported", "true", "ported");
+    assert.equal(await waitForRevision(db.db, rid, { timeoutMs: 60_000 }), "DEPLOYED");
+
+    const wrong = await freePort();
+    writeFileSync(
+      join(ported.dir, "server.js"),
+      `console.log("starting; PORT is " + process.env.PORT);
+require("node:http").createServer((req, res) => res.end("wrong")).listen(${wrong});
+`,
+    );
+    commitAll(ported.dir, "listen on a hard-coded port");
+    const patched = await call<{ latest_revision_id: string }>(node, "PATCH", `/v2/deployments/${id}`, {
+      source_revision_config: { repo_ref: "main", framework_config_path: "slipway.json" },
+    });
+    const next = patched.latest_revision_id;
+    assert.notEqual(next, rid);
+    assert.equal(await waitForRevision(db.db, next, { timeoutMs: 90_000 }), "DEPLOY_FAILED");
+    const rev = await call<{ status_message: string | null }>(
+      node,
+      "GET",
+      `/v2/deployments/${id}/revisions/${next}`,
+    );
+    const logs = await call<{ line: string }[]>(
+      node,
+      "GET",
+      `/v2/deployments/${id}/revisions/${next}/logs?type=deploy&limit=5000`,
+    );
+    const given = logs.map((l) => /starting; PORT is (\d+)/.exec(l.line)?.[1]).find(Boolean);
+    assert.ok(given, JSON.stringify(logs));
+    assert.match(
+      rev.status_message ?? "",
+      new RegExp(
+        `^(DEPLOY_FAILED: )?process web\\.1 listens on port ${wrong}, not on \\$PORT \\(${given}\\): make it listen on the port in the PORT environment variable$`,
+      ),
+    );
+    const d = await call<{ active_revision_id: string; source_config: { custom_url: string } }>(
+      node,
+      "GET",
+      `/v2/deployments/${id}`,
+    );
+    assert.equal(d.active_revision_id, rid);
+    const answer = await appGet(d.source_config.custom_url);
+    assert.equal(answer.status, 200);
+    assert.equal(answer.body.version, "1");
   });
 
   it("two processes never build the same revision twice", async () => {
