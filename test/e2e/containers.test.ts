@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, it } from "node:test";
 import { type RunningReconciler, startReconciler } from "../../src/reconciler/start.ts";
+import { CONTAINER_PORT } from "../../src/runtimes/local/container.ts";
 import { TestImages, testEngine } from "../helpers/container-images.ts";
 import { forEachDatabase } from "../helpers/harness.ts";
 import { waitForRevision } from "../helpers/wait.ts";
@@ -23,6 +24,7 @@ const appsPort = await freePort();
 const owners: string[] = [];
 let v1 = "";
 let v2 = "";
+let wrongPort = "";
 let built: Promise<void> | undefined;
 /** Both database suites share the images; built once, removed after the file. */
 const buildImages = () => {
@@ -30,6 +32,10 @@ const buildImages = () => {
     if (images === undefined) return;
     v1 = await images.build("web", "1", { version: "1", label: "1.0.0" });
     v2 = await images.build("web", "2", { version: "2", label: "2.0.0" });
+    wrongPort = await images.build("web", "wrong-port", {
+      version: "wrong",
+      cmd: 'echo "PORT is $PORT"; exec /bin/httpd -f -p 3000 -h /www',
+    });
   })();
   return built;
 };
@@ -158,6 +164,29 @@ forEachDatabase(
         refused.json<{ detail: { loc: string[] }[] }>().detail.map((d) => d.loc.join(".")),
         ["body.secret_references.0.secret_key"],
       );
+    });
+
+    it("an image that listens on a hard-coded port fails naming it and $PORT; the active revision keeps serving", {
+      skip,
+    }, async () => {
+      await api.patch(dep.id, {
+        source_revision_config: { image_uri: wrongPort },
+        secret_references: [{ name: "GREETING", secret_name: "app-secrets", secret_key: "greeting" }],
+      });
+      const rid = await latest(dep.id);
+      assert.equal(await settle(rid), "DEPLOY_FAILED");
+      const rev = await api.call<{ status_message: string | null }>(
+        "GET",
+        `/v2/deployments/${dep.id}/revisions/${rid}`,
+      );
+      assert.match(
+        rev.status_message ?? "",
+        new RegExp(
+          `^(DEPLOY_FAILED: )?process web\\.1 listens on port 3000, not on \\$PORT \\(${CONTAINER_PORT}\\): make it listen on the port in the PORT environment variable$`,
+        ),
+      );
+      assert.ok((await api.logs(dep.id, rid, "deploy")).includes(`PORT is ${CONTAINER_PORT}`));
+      assert.equal((await appGet(url)).body.version, "2", "the active revision kept serving");
     });
 
     it("internal_docker runs an image already in the store, and switches under a client loop", {
