@@ -73,7 +73,7 @@ export async function waitHealthy(w: HealthWait): Promise<HealthResult> {
     if (typeof result === "number" && result < 500) return { ok: true };
     answered ||= typeof result === "number";
     last = typeof result === "number" ? `status ${result}` : result;
-    const wrong = answered ? undefined : await w.ports?.verdict();
+    const wrong = answered ? undefined : w.ports?.verdict();
     if (wrong !== undefined) return { ok: false, reason: wrong };
     await sleep(Math.min(pause, Math.max(0, deadline - Date.now())));
     const cap = Date.now() - started < EARLY_MS ? EARLY_MAX_PAUSE_MS : MAX_PAUSE_MS;

@@ -10,7 +10,11 @@ import { type ListeningSocket, listeningSockets } from "./listening-ports.ts";
 
 /** How long the set of listening sockets must stay wrong before the start fails. */
 export const WRONG_PORT_GRACE_MS = 2000;
-/** /proc is read at most this often while a process starts. */
+/**
+ * /proc is read at most this often while a process starts, the first time this long after it was
+ * spawned (an app that answers at once costs no read). A read of a loaded machine's /proc takes tens
+ * of ms, so it runs beside the health probes rather than between them.
+ */
 const SAMPLE_MS = 200;
 
 /**
@@ -55,7 +59,8 @@ function portList(ports: number[]): string {
 }
 
 export class PortCheck {
-  private lastSample = Number.NEGATIVE_INFINITY;
+  private lastSample: number;
+  private reading: Promise<void> | undefined;
   /** What was last read (undefined: never readable), and since when it has been so. */
   private sockets: ListeningSocket[] | undefined;
   private key = "";
@@ -68,21 +73,28 @@ export class PortCheck {
     this.graceMs = o.graceMs ?? WRONG_PORT_GRACE_MS;
     this.now = o.now ?? Date.now;
     this.sample = o.sample ?? listeningSockets;
+    this.lastSample = this.now();
   }
 
   /**
    * Called after a probe of $PORT got no answer: the reason to fail now, when the app has listened
-   * only elsewhere for the whole grace; else undefined (keep waiting).
+   * only elsewhere for the whole grace; else undefined (keep waiting). Starts a read of /proc when
+   * one is due and answers from the last one, without waiting.
    */
-  async verdict(): Promise<string | undefined> {
-    if (this.now() - this.lastSample < SAMPLE_MS) return undefined;
-    await this.read();
+  verdict(): string | undefined {
+    const now = this.now();
+    if (this.reading === undefined && now - this.lastSample >= SAMPLE_MS) {
+      this.reading = this.read().finally(() => {
+        this.reading = undefined;
+      });
+    }
     const wrong = this.wrong();
-    return wrong !== undefined && this.now() - this.since >= this.graceMs ? wrong : undefined;
+    return wrong !== undefined && now - this.since >= this.graceMs ? wrong : undefined;
   }
 
   /** The reason when the health timeout ran out with no answer; undefined: the health check's own. */
   async timedOut(timeoutMs: number): Promise<string | undefined> {
+    await this.reading;
     await this.read();
     if (this.sockets === undefined) return undefined;
     if (this.sockets.length === 0)
@@ -108,8 +120,8 @@ export class PortCheck {
 
   private async read(): Promise<void> {
     this.lastSample = this.now();
-    const root = await this.o.root();
-    const sockets = root === undefined ? undefined : await this.sample(root);
+    const root = await this.o.root().catch(() => undefined);
+    const sockets = root === undefined ? undefined : await this.sample(root).catch(() => undefined);
     // An unreadable moment (the process just exited) keeps what was known.
     if (sockets === undefined) return;
     const key = sockets.map((s) => `${s.address}|${s.port}`).join(",");
