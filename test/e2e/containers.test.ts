@@ -182,7 +182,7 @@ forEachDatabase(
       assert.match(
         rev.status_message ?? "",
         new RegExp(
-          `^(DEPLOY_FAILED: )?process web\\.1 listens on port 3000, not on \\$PORT \\(${CONTAINER_PORT}\\): make it listen on the port in the PORT environment variable$`,
+          `^process web\\.1 listens on port 3000, not on \\$PORT \\(${CONTAINER_PORT}\\): make it listen on the port in the PORT environment variable$`,
         ),
       );
       assert.ok((await api.logs(dep.id, rid, "deploy")).includes(`PORT is ${CONTAINER_PORT}`));

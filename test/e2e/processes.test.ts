@@ -233,7 +233,7 @@ require("node:http").createServer((req, res) => res.end("wrong")).listen(${wrong
     assert.match(
       rev.status_message ?? "",
       new RegExp(
-        `^(DEPLOY_FAILED: )?process web\\.1 listens on port ${wrong}, not on \\$PORT \\(${given}\\): make it listen on the port in the PORT environment variable$`,
+        `^process web\\.1 listens on port ${wrong}, not on \\$PORT \\(${given}\\): make it listen on the port in the PORT environment variable$`,
       ),
     );
     const d = await call<{ active_revision_id: string; source_config: { custom_url: string } }>(
