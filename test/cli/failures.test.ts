@@ -14,8 +14,16 @@ const git = gitRoot();
 const appsPort = await freePort();
 const apiPort = await freePort();
 
+/** Temporary directories of this file, removed once its suites are done. */
+const made: string[] = [];
+after(() => {
+  for (const d of made) rmSync(d, { recursive: true, force: true });
+});
+
 function appDir(files: Record<string, string>): string {
-  const dir = join(mkdtempSync(join(tmpdir(), "slipway-cli-")), "app");
+  const parent = mkdtempSync(join(tmpdir(), "slipway-cli-"));
+  made.push(parent);
+  const dir = join(parent, "app");
   mkdirSync(dir);
   for (const [name, text] of Object.entries(files)) writeFileSync(join(dir, name), text);
   return dir;

@@ -21,8 +21,16 @@ const proxyPort = await freePort();
 const FILLER = 3000;
 
 /** An app that says which version started, then writes FILLER long lines (over 300 KB of log). */
+/** Temporary directories of this file, removed once its suites are done. */
+const made: string[] = [];
+after(() => {
+  for (const d of made) rmSync(d, { recursive: true, force: true });
+});
+
 function appDir(version: string): string {
-  const dir = join(mkdtempSync(join(tmpdir(), "slipway-cli-logs-")), "logger");
+  const parent = mkdtempSync(join(tmpdir(), "slipway-cli-logs-"));
+  made.push(parent);
+  const dir = join(parent, "logger");
   mkdirSync(dir);
   writeFileSync(
     join(dir, "server.js"),
