@@ -11,22 +11,30 @@ type Json<P extends keyof paths, M extends keyof paths[P], S extends number> = p
   ? T
   : never;
 
+/** A deployment record (`GET /v2/deployments/{id}`). */
 export type Deployment = Json<"/v2/deployments/{deployment_id}", "get", 200>;
+/** A page of `GET /v2/deployments`: `resources` and the next `offset`. */
 export type DeploymentPage = Json<"/v2/deployments", "get", 200>;
+/** A revision record, with its `number` (creation order from 1), `status_history` and `status_message`. */
 export type Revision = Json<"/v2/deployments/{deployment_id}/revisions/{revision_id}", "get", 200>;
+/** A page of `GET /v2/deployments/{id}/revisions`, newest first. */
 export type RevisionPage = Json<"/v2/deployments/{deployment_id}/revisions", "get", 200>;
+/** One stored line of a revision's build or deploy log. */
 export type LogLine = Json<
   "/v2/deployments/{deployment_id}/revisions/{revision_id}/logs",
   "get",
   200
 >[number];
+/** The body of `POST /v2/deployments`. */
 export type CreateDeploymentBody = NonNullable<
   paths["/v2/deployments"]["post"]["requestBody"]
 >["content"]["application/json"];
+/** The body of `PATCH /v2/deployments/{id}`. */
 export type PatchDeploymentBody = NonNullable<
   paths["/v2/deployments/{deployment_id}"]["patch"]["requestBody"]
 >["content"]["application/json"];
 
+/** What {@link createSlipway} needs: where the server is and the key to use. */
 export interface SlipwayOptions {
   /** The server's URL, with its base path (`SLIPWAY_BASE_PATH`) if any. */
   baseUrl: string;
@@ -79,6 +87,7 @@ function detailOf(status: number, body: unknown): string | ValidationItem[] {
   return `The server answered ${status}.`;
 }
 
+/** A client of one server with one key: what every SDK function takes first. */
 export interface Slipway {
   /** The openapi-fetch client: every operation of the server, typed. */
   api: Client<paths>;
@@ -90,6 +99,11 @@ export interface Slipway {
   fetch: typeof globalThis.fetch;
 }
 
+/**
+ * A client of the server at `baseUrl`, sending `apiKey` (and `workspace` as `X-Tenant-Id`) with
+ * every request. `api` has every operation of the server, typed from its OpenAPI document; a
+ * server that cannot be reached makes every call throw `SlipwayError` with status 0.
+ */
 export function createSlipway(opts: SlipwayOptions): Slipway {
   const baseUrl = opts.baseUrl.replace(/\/+$/, "");
   const headers: Record<string, string> = {};

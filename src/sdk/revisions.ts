@@ -2,6 +2,7 @@
 import { type LogLine, type Revision, type Slipway, unwrap } from "./client.ts";
 import { openStream, type SseEvent } from "./sse.ts";
 
+/** The statuses a revision ends in: it changes no more. */
 export const TERMINAL_STATUSES: ReadonlySet<string> = new Set([
   "DEPLOYED",
   "CREATE_FAILED",
@@ -11,11 +12,13 @@ export const TERMINAL_STATUSES: ReadonlySet<string> = new Set([
   "INTERRUPTED",
 ]);
 
+/** Whether a revision in this status has ended. */
 export const isTerminalStatus = (status: string): boolean => TERMINAL_STATUSES.has(status);
 
 /** A terminal status that is not a success (what `slipway deploy` exits 1 on). */
 export const isFailedStatus = (status: string): boolean => isTerminalStatus(status) && status !== "DEPLOYED";
 
+/** Options of {@link waitForRevision}. */
 export interface WaitOptions {
   /** Called once per status seen, in order (the first call with the current status). */
   onStatus?: (status: string, revision: Revision) => void;
@@ -38,6 +41,7 @@ function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   });
 }
 
+/** One revision of a deployment (404 as `SlipwayError` when it is not one of its revisions). */
 export function getRevision(client: Slipway, deploymentId: string, revisionId: string): Promise<Revision> {
   return unwrap(
     client.api.GET("/v2/deployments/{deployment_id}/revisions/{revision_id}", {
@@ -127,6 +131,7 @@ function announcedStatus(ev: SseEvent, revisionId: string): string | undefined {
   }
 }
 
+/** Options of {@link followLogs}. */
 export interface FollowOptions {
   type: "build" | "deploy";
   /** Only lines stored after this instant. */

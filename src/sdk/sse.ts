@@ -1,6 +1,7 @@
 // Server-sent events over fetch (EventSource cannot send the API key header). Browser-safe.
 import { type Slipway, SlipwayError } from "./client.ts";
 
+/** One server-sent event: its type (`event`), its `data` and, when the server gave one, its `id`. */
 export interface SseEvent {
   event: string;
   data: string;
@@ -71,6 +72,7 @@ async function errorOf(res: Response): Promise<SlipwayError> {
 /** Reconnections refused in a row (about 10 s) before the stream gives up: the server is gone. */
 const MAX_REFUSED = 20;
 
+/** Options of {@link openStream}. */
 export interface StreamOptions {
   signal?: AbortSignal;
   /** Resume after this event id (sent as `Last-Event-ID`). */
