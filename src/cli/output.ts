@@ -80,7 +80,8 @@ export class Output {
     this.json = json;
     this.tty = tty && !json;
     this.colour = colourWanted(this.tty, env);
-    this.errColour = colourWanted(errTty && !json, env);
+    // Never colour when stdout is not a terminal, even on a stderr that is (`deploy > log`).
+    this.errColour = colourWanted(this.tty && errTty, env);
     // The spinner is drawn on stderr: only where a person watches it.
     this.spinnerOn = errTty && !json;
   }
