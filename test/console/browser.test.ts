@@ -7,10 +7,10 @@ import type { Browser, Page } from "playwright-core";
 import { AppDatabases } from "../../src/reconciler/app-database.ts";
 import { type RunningReconciler, startReconciler } from "../../src/reconciler/start.ts";
 import { appGet, e2eEnv, freePort, gitRoot } from "../e2e/stack.ts";
+import { launch, signIn } from "../helpers/console-browser.ts";
 import { TEST_DATABASE_URL } from "../helpers/databases.ts";
 import { forEachDatabase } from "../helpers/harness.ts";
 import { REPO_ROOT } from "../helpers/process.ts";
-import { launch, signIn } from "./chromium.ts";
 
 const git = gitRoot();
 const appsPort = await freePort();

@@ -7,10 +7,10 @@ import type { Browser, BrowserContext, Page } from "playwright-core";
 import { AppDatabases } from "../../src/reconciler/app-database.ts";
 import { type RunningReconciler, startReconciler } from "../../src/reconciler/start.ts";
 import { Api, AppRepo, e2eEnv, freePort, gitRoot } from "../e2e/stack.ts";
+import { launch, signIn } from "../helpers/console-browser.ts";
 import { TEST_DATABASE_URL } from "../helpers/databases.ts";
 import { forEachDatabase } from "../helpers/harness.ts";
 import { waitForRevision } from "../helpers/wait.ts";
-import { launch, signIn } from "./chromium.ts";
 
 const git = gitRoot();
 const appsPort = await freePort();
