@@ -72,7 +72,16 @@ export interface Config {
     secretRefsDir: string | undefined;
   };
   /** How build commands and app processes are confined (README "Sandbox"). */
-  sandbox: { mode: SandboxMode; uidRange: UidRange };
+  sandbox: {
+    mode: SandboxMode;
+    uidRange: UidRange;
+    /** Processes one deployment may run at once, its builds included (SLIPWAY_APP_PIDS_MAX). */
+    pidsMax: number;
+    /** What apps may reach beyond Slipway's edge and their own services (SLIPWAY_APP_EGRESS). */
+    egress: "internet" | "none";
+    /** Private ranges apps may reach all the same (SLIPWAY_APP_EGRESS_ALLOW: CIDRs, comma-separated). */
+    egressAllow: string[];
+  };
   reconciler: {
     enabled: boolean;
     pollMs: number;
@@ -85,7 +94,17 @@ export interface Config {
   /** Days the audit log keeps a record (the reconciler leader prunes older ones). */
   auditRetentionDays: number;
   /** What one revision may take on disk: its unpacked source, and its directory while it builds. */
-  limits: { sourceBytes: number; sourceMaxFiles: number; buildDiskBytes: number };
+  limits: {
+    sourceBytes: number;
+    sourceMaxFiles: number;
+    buildDiskBytes: number;
+    /** How long one build may take before it fails (SLIPWAY_BUILD_TIMEOUT_S). */
+    buildTimeoutMs: number;
+    /** Builds one workspace may run at once; more wait in a queue fair across workspaces. */
+    buildsPerWorkspace: number;
+    /** App log lines stored per deployment and second; the rest are counted as dropped. */
+    logLinesPerS: number;
+  };
   /** Listeners (README "Running on Kubernetes"): silence before DISCONNECTED, and the image registry. */
   listeners: {
     timeoutS: number;
@@ -173,6 +192,23 @@ function uidRangeVar(env: Env): UidRange {
     );
   }
   return { first, last };
+}
+
+/** A comma-separated list of CIDR ranges (`10.0.0.0/8`, `fd00::/8`); empty when unset. */
+function cidrListVar(env: Env, name: string): string[] {
+  const raw = env[name]?.trim();
+  if (!raw) return [];
+  return raw.split(",").map((item) => {
+    const cidr = item.trim();
+    const [address = "", bits, extra] = cidr.split("/");
+    const family = isIP(address);
+    const max = family === 4 ? 32 : 128;
+    const prefix = Number(bits);
+    if (family === 0 || extra !== undefined || bits === undefined || !/^\d+$/.test(bits) || prefix > max) {
+      throw new ConfigError(`${name}: "${cidr}" is not a CIDR range such as 10.0.0.0/8 or fd00::/8.`);
+    }
+    return `${address}/${prefix}`;
+  });
 }
 
 function trustProxyVar(env: Env): boolean | string[] {
@@ -430,6 +466,9 @@ export function loadConfig(env: Env = process.env): Config {
     sandbox: {
       mode: choiceVar(env, "SLIPWAY_SANDBOX", ["auto", "bwrap", "none"] as const),
       uidRange: uidRangeVar(env),
+      pidsMax: intVar(env, "SLIPWAY_APP_PIDS_MAX", 512, 16, 1_000_000),
+      egress: choiceVar(env, "SLIPWAY_APP_EGRESS", ["internet", "none"] as const),
+      egressAllow: cidrListVar(env, "SLIPWAY_APP_EGRESS_ALLOW"),
     },
     reconciler: {
       enabled: boolVar(env, "SLIPWAY_RECONCILER", true),
@@ -443,6 +482,9 @@ export function loadConfig(env: Env = process.env): Config {
       sourceBytes: intVar(env, "SLIPWAY_SOURCE_LIMIT_BYTES", 1024 ** 3, 1024, 1024 ** 4),
       sourceMaxFiles: intVar(env, "SLIPWAY_SOURCE_MAX_FILES", 100_000, 1, 100_000_000),
       buildDiskBytes: intVar(env, "SLIPWAY_BUILD_DISK_LIMIT_MB", 4096, 1, 1024 * 1024) * 1024 * 1024,
+      buildTimeoutMs: intVar(env, "SLIPWAY_BUILD_TIMEOUT_S", 900, 1, 86_400) * 1000,
+      buildsPerWorkspace: intVar(env, "SLIPWAY_BUILDS_PER_WORKSPACE", 2, 1, 1000),
+      logLinesPerS: intVar(env, "SLIPWAY_LOG_LINES_PER_S", 1000, 1, 1_000_000),
     },
     listeners: {
       timeoutS: intVar(env, "SLIPWAY_LISTENER_TIMEOUT_S", 90, 1, 86_400),

@@ -23,6 +23,9 @@ describe("config", () => {
       sourceBytes: 1024 ** 3,
       sourceMaxFiles: 100_000,
       buildDiskBytes: 4096 * 1024 * 1024,
+      buildTimeoutMs: 900_000,
+      buildsPerWorkspace: 2,
+      logLinesPerS: 1000,
     });
   });
 
@@ -53,8 +56,16 @@ describe("config", () => {
       SLIPWAY_SOURCE_MAX_FILES: "10",
       SLIPWAY_BUILD_DISK_LIMIT_MB: "5",
     });
-    assert.deepEqual(c.limits, { sourceBytes: 2048, sourceMaxFiles: 10, buildDiskBytes: 5 * 1024 * 1024 });
-    assert.deepEqual(c.sandbox, { mode: "auto", uidRange: { first: 200000, last: 265535 } });
+    assert.deepEqual(
+      {
+        sourceBytes: c.limits.sourceBytes,
+        sourceMaxFiles: c.limits.sourceMaxFiles,
+        buildDiskBytes: c.limits.buildDiskBytes,
+      },
+      { sourceBytes: 2048, sourceMaxFiles: 10, buildDiskBytes: 5 * 1024 * 1024 },
+    );
+    assert.equal(c.sandbox.mode, "auto");
+    assert.deepEqual(c.sandbox.uidRange, { first: 200000, last: 265535 });
   });
 
   it("reads SLIPWAY_TRUST_PROXY: off by default, true, or proxy addresses and ranges", () => {
@@ -69,12 +80,38 @@ describe("config", () => {
 
   it("reads SLIPWAY_SANDBOX and SLIPWAY_APP_UID_RANGE", () => {
     const c = loadConfig({ SLIPWAY_SANDBOX: "BWRAP", SLIPWAY_APP_UID_RANGE: " 300000 - 300009 " });
-    assert.deepEqual(c.sandbox, { mode: "bwrap", uidRange: { first: 300000, last: 300009 } });
+    assert.deepEqual(c.sandbox, {
+      mode: "bwrap",
+      uidRange: { first: 300000, last: 300009 },
+      pidsMax: 512,
+      egress: "internet",
+      egressAllow: [],
+    });
     assert.equal(loadConfig({ SLIPWAY_SANDBOX: "none" }).sandbox.mode, "none");
     assert.deepEqual(loadConfig({ SLIPWAY_APP_UID_RANGE: "5000-5000" }).sandbox.uidRange, {
       first: 5000,
       last: 5000,
     });
+  });
+
+  it("reads the tenant limits: pids, egress and its allowed ranges, build time and concurrency, log rate", () => {
+    const c = loadConfig({
+      SLIPWAY_APP_PIDS_MAX: "64",
+      SLIPWAY_APP_EGRESS: "none",
+      SLIPWAY_APP_EGRESS_ALLOW: " 10.1.0.0/16, fd00::/8 ",
+      SLIPWAY_BUILD_TIMEOUT_S: "60",
+      SLIPWAY_BUILDS_PER_WORKSPACE: "3",
+      SLIPWAY_LOG_LINES_PER_S: "200",
+    });
+    assert.equal(c.sandbox.pidsMax, 64);
+    assert.equal(c.sandbox.egress, "none");
+    assert.deepEqual(c.sandbox.egressAllow, ["10.1.0.0/16", "fd00::/8"]);
+    assert.equal(c.limits.buildTimeoutMs, 60_000);
+    assert.equal(c.limits.buildsPerWorkspace, 3);
+    assert.equal(c.limits.logLinesPerS, 200);
+    const d = loadConfig({});
+    assert.equal(d.limits.buildTimeoutMs, 900_000);
+    assert.equal(d.limits.buildsPerWorkspace, 2);
   });
 
   it("reads the database target from DATABASE_URL", () => {
@@ -111,6 +148,13 @@ describe("config", () => {
     [{ SLIPWAY_TRUST_PROXY: "yes" }, /^SLIPWAY_TRUST_PROXY must be/],
     [{ SLIPWAY_TRUST_PROXY: "10.0.0.0/33" }, /^SLIPWAY_TRUST_PROXY must be/],
     [{ SLIPWAY_SANDBOX: "docker" }, /^SLIPWAY_SANDBOX must be one of auto, bwrap, none/],
+    [{ SLIPWAY_APP_EGRESS: "all" }, /^SLIPWAY_APP_EGRESS must be one of internet, none/],
+    [{ SLIPWAY_APP_EGRESS_ALLOW: "10.0.0.0" }, /^SLIPWAY_APP_EGRESS_ALLOW: "10.0.0.0" is not a CIDR range/],
+    [{ SLIPWAY_APP_EGRESS_ALLOW: "10.0.0.0/8,10.0.0.0/33" }, /^SLIPWAY_APP_EGRESS_ALLOW: "10.0.0.0\/33"/],
+    [{ SLIPWAY_APP_EGRESS_ALLOW: "example.com/8" }, /^SLIPWAY_APP_EGRESS_ALLOW: "example.com\/8"/],
+    [{ SLIPWAY_APP_PIDS_MAX: "8" }, /^SLIPWAY_APP_PIDS_MAX must be between 16 and/],
+    [{ SLIPWAY_BUILD_TIMEOUT_S: "0" }, /^SLIPWAY_BUILD_TIMEOUT_S must be between 1 and/],
+    [{ SLIPWAY_BUILDS_PER_WORKSPACE: "0" }, /^SLIPWAY_BUILDS_PER_WORKSPACE must be between 1 and/],
     [{ SLIPWAY_APP_UID_RANGE: "200000" }, /^SLIPWAY_APP_UID_RANGE must be "<first>-<last>"/],
     [{ SLIPWAY_APP_UID_RANGE: "0-65535" }, /^SLIPWAY_APP_UID_RANGE must be/],
     [{ SLIPWAY_APP_UID_RANGE: "300000-200000" }, /^SLIPWAY_APP_UID_RANGE must be/],
