@@ -1,37 +1,15 @@
 // Deployment commands: ls, status, revisions, open, delete.
 import { spawn } from "node:child_process";
-import { type Deployment, type Revision, SlipwayError, unwrap } from "../../sdk/client.ts";
+import { type Revision, SlipwayError, unwrap } from "../../sdk/client.ts";
 import { failureReason } from "../../sdk/follow.ts";
 import { getRevision } from "../../sdk/revisions.ts";
+import { DEPLOYMENT_STATUSES, REVISION_STATUSES } from "../../sdk/statuses.ts";
 import { type FlagSpec, UsageError } from "../args.ts";
 import { atMost, type Context, need, requireDeployment } from "../context.ts";
 
 export const lsFlags: FlagSpec = { values: ["status", "name-contains", "limit", "offset"] };
 export const nameOnlyFlags: FlagSpec = {};
 export const deleteFlags: FlagSpec = { booleans: ["yes"], aliases: { y: "yes" } };
-
-const DEPLOYMENT_STATES = ["AWAITING_DATABASE", "READY", "UNUSED", "AWAITING_DELETE", "UNKNOWN"] as const;
-const REVISION_STATES = [
-  "CREATING",
-  "QUEUED",
-  "AWAITING_BUILD",
-  "BUILDING",
-  "AWAITING_DEPLOY",
-  "DEPLOYING",
-  "DEPLOYED",
-  "CREATE_FAILED",
-  "BUILD_FAILED",
-  "DEPLOY_FAILED",
-  "SKIPPED",
-  "INTERRUPTED",
-  "UNKNOWN",
-] as const;
-// Compile-time checks that the lists hold exactly the states the API has.
-type Exact<A, B> = [A] extends [B] ? ([B] extends [A] ? true : never) : never;
-const deploymentStatesExact: Exact<(typeof DEPLOYMENT_STATES)[number], Deployment["status"]> = true;
-const revisionStatesExact: Exact<(typeof REVISION_STATES)[number], Revision["status"]> = true;
-void deploymentStatesExact;
-void revisionStatesExact;
 
 /**
  * `--status` values split into the deployment's own statuses and its latest revision's states.
@@ -43,13 +21,13 @@ export function statusFilter(text: string): { status?: string; latest_revision_s
     .split(",")
     .map((v) => v.trim().toUpperCase())
     .filter(Boolean);
-  const isDeployment = (v: string) => (DEPLOYMENT_STATES as readonly string[]).includes(v);
-  const isRevision = (v: string) => (REVISION_STATES as readonly string[]).includes(v);
+  const isDeployment = (v: string) => (DEPLOYMENT_STATUSES as readonly string[]).includes(v);
+  const isRevision = (v: string) => (REVISION_STATUSES as readonly string[]).includes(v);
   const unknown = values.filter((v) => !isDeployment(v) && !isRevision(v));
   if (unknown.length || !values.length)
     throw new UsageError(
-      `--status ${unknown.join(",") || '""'} is not a state. Deployment statuses: ${DEPLOYMENT_STATES.join(", ")}. ` +
-        `Revision states (of the latest revision): ${REVISION_STATES.join(", ")}.`,
+      `--status ${unknown.join(",") || '""'} is not a state. Deployment statuses: ${DEPLOYMENT_STATUSES.join(", ")}. ` +
+        `Revision states (of the latest revision): ${REVISION_STATUSES.join(", ")}.`,
       true,
     );
   const deployment = values.filter((v) => isDeployment(v) && !isRevision(v));

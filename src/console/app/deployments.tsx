@@ -2,25 +2,11 @@
 // revision's state (a crashed app's deployment is still READY; its latest revision is DEPLOY_FAILED).
 import { useState } from "preact/hooks";
 import { unwrap } from "../../sdk/client.ts";
+import { DEPLOYMENT_STATUSES, FAILED_STATUSES, REVISION_STATUSES } from "../../sdk/statuses.ts";
 import type { Session } from "./session.ts";
 import { ErrorBox, ExternalLink, Status, useEvents, useLoad } from "./ui.tsx";
 
-const DEPLOYMENT_STATUSES = ["READY", "AWAITING_DATABASE", "UNUSED", "AWAITING_DELETE", "UNKNOWN"];
-const REVISION_STATUSES = [
-  "QUEUED",
-  "AWAITING_BUILD",
-  "BUILDING",
-  "AWAITING_DEPLOY",
-  "DEPLOYING",
-  "DEPLOYED",
-  "CREATE_FAILED",
-  "BUILD_FAILED",
-  "DEPLOY_FAILED",
-  "SKIPPED",
-  "INTERRUPTED",
-  "UNKNOWN",
-];
-const FAILED = "CREATE_FAILED,BUILD_FAILED,DEPLOY_FAILED";
+const FAILED = FAILED_STATUSES.join(",");
 
 /**
  * The filter's value names what it filters: `revision:A,B` the latest revision's state
