@@ -78,8 +78,9 @@ export function askHidden(
         }
       }
     };
-    output.write(question);
+    // Raw mode first: a key typed as soon as the question shows must not be echoed by the terminal.
     input.setRawMode?.(true);
+    output.write(question);
     input.setEncoding("utf8");
     input.on("data", onData);
     input.on("end", onEnd);
