@@ -39,6 +39,7 @@ export async function startReconciler(deps: AppDeps, logger: ReconcilerLogger): 
     limits: config.limits,
     sandbox: config.sandbox.mode,
     uidRange: config.sandbox.uidRange,
+    pidsMax: config.sandbox.pidsMax,
     redisServer: config.apps.redisServer,
   });
   const appsPort = await runtime.start();

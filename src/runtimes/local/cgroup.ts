@@ -8,7 +8,8 @@ import { setTimeout as sleep } from "node:timers/promises";
  * `memory.max` when the own cgroup's `cgroup.subtree_control` has (or accepts) `+memory`. Unlike
  * RLIMIT_DATA this counts everything a process group really uses (RSS, page cache, shared memory)
  * and the kernel OOM-kills inside the group when it is over. Where none is writable, `support()`
- * is undefined and callers keep the rlimit alone.
+ * is undefined and callers keep the rlimit alone. The cpu (cpu-cgroup.ts) and pids (pids-limit.ts)
+ * controllers are found the same way.
  */
 
 export interface CgroupSupport {
@@ -85,13 +86,14 @@ async function writable(file: string): Promise<boolean> {
 }
 
 /** The controllers Slipway limits with, and the file a probe writes to check a child is usable. */
-export type Controller = "memory" | "cpu";
+export type Controller = "memory" | "cpu" | "pids";
 const PROBE_FILE: Record<Controller, Record<1 | 2, [file: string, value: string]>> = {
   memory: {
     1: ["memory.limit_in_bytes", String(64 * 1024 * 1024)],
     2: ["memory.max", String(64 * 1024 * 1024)],
   },
   cpu: { 1: ["cpu.cfs_quota_us", "50000"], 2: ["cpu.max", "50000 100000"] },
+  pids: { 1: ["pids.max", "64"], 2: ["pids.max", "64"] },
 };
 
 /** Whether a child made under `parent` gets a working limit file of `controller`: made, written, removed. */

@@ -5,6 +5,16 @@ import type { SandboxMode, UidRange } from "../../config.ts";
 import { BuildError, type RevisionSpec } from "../interface.ts";
 import { baseEnv } from "./env.ts";
 import type { Layout } from "./layout.ts";
+import { choosePidsLimit, type PidsJoin, type PidsLimiter } from "./pids-limit.ts";
+import {
+  OTHER_PROTECTION_PROBES,
+  offFor,
+  type ProtectionCheck,
+  type ProtectionProbe,
+  protectionRefusal,
+  runProbes,
+  startRefusal,
+} from "./protections.ts";
 import {
   bwrapArgs,
   type Confinement,
@@ -14,8 +24,10 @@ import {
   SANDBOX_APP_DIR,
   SANDBOX_HOME,
   type SandboxChoice,
+  type Spawnable,
   type Wrap,
 } from "./sandbox.ts";
+import { generateSeccompFilter } from "./seccomp/generate.ts";
 import { UidAllocator } from "./uids.ts";
 
 /** Said to tenants whose revision cannot run here; names no host detail. */
@@ -88,35 +100,111 @@ function chownTree(dir: string, uid: number, gid: number): Promise<void> {
   });
 }
 
+/** The pids limit, seccomp filter and other protections' probes (tests name missing tools). */
+export interface ProtectionOptions {
+  /** SLIPWAY_APP_PIDS_MAX (default 512). */
+  pidsMax?: number;
+  /** false: as if no pids cgroup were writable here. */
+  pidsCgroups?: boolean;
+  /** The program that sets RLIMIT_NPROC (default `prlimit`). */
+  prlimit?: string;
+  /** The Python with libseccomp's binding that compiles the filter (default `python3`). */
+  python?: string;
+  /** Probes of the other parts (default OTHER_PROTECTION_PROBES). */
+  otherProbes?: readonly ProtectionCheck[];
+}
+
+/** The sandbox and the protections around it, decided once at start. */
+export interface ConfinerChoice extends SandboxChoice {
+  /** Every protection's probe: pids limit and seccomp (with a sandbox), then the other parts'. */
+  probes: ProtectionProbe[];
+  /** The compiled seccomp filter bubblewrap loads, when the probe is on. */
+  seccompFilter?: string;
+  pids?: PidsLimiter;
+}
+
+/**
+ * What runs on the host before bubblewrap: joins the deployment's pids cgroup, opens the seccomp
+ * filter as fd 3 (bwrap `--seccomp 3` reads and closes it), then execs bwrap, through `prlimit`
+ * where RLIMIT_NPROC is the pids limit.
+ */
+export function hostLauncher(pids: PidsJoin, seccompFilter: string | undefined, bwrap: Spawnable): Spawnable {
+  const params: string[] = [];
+  const steps: string[] = [];
+  if (pids.procsPath !== undefined) {
+    params.push(pids.procsPath);
+    steps.push(`echo $$ > "$${params.length}"`);
+  }
+  let args = bwrap.args;
+  if (seccompFilter !== undefined) {
+    params.push(seccompFilter);
+    steps.push(`exec 3< "$${params.length}"`);
+    args = ["--seccomp", "3", ...args];
+  }
+  if (steps.length === 0 && pids.prefix.length === 0) return bwrap;
+  const script = [...steps, `shift ${params.length}`, 'exec "$@"'].join(" && ");
+  return {
+    file: "sh",
+    args: ["-c", script, "sh", ...params, ...pids.prefix, bwrap.file, ...args],
+    cwd: bwrap.cwd,
+  };
+}
+
 /**
  * The local runtime's side of the sandbox: decides once whether there is one, gives each
  * deployment its HOME, its uid (as root) and its /etc/passwd, and wraps its commands.
  */
 export class Confiner {
-  private choice: Promise<SandboxChoice> | undefined;
+  private choice: Promise<ConfinerChoice> | undefined;
   private readonly uids: UidAllocator;
 
   constructor(
     private readonly layout: Layout,
     private readonly mode: SandboxMode,
     private readonly range: UidRange,
+    private readonly protection: ProtectionOptions = {},
   ) {
     this.uids = new UidAllocator(layout, range);
   }
 
-  /** The sandbox in use, probed on first call; throws when SLIPWAY_SANDBOX=bwrap cannot work. */
-  choose(): Promise<SandboxChoice> {
-    this.choice ??= chooseSandbox(
-      this.mode,
-      runsAsRoot() ? { uid: this.range.first, gid: this.range.first } : undefined,
-    );
+  /**
+   * The sandbox and protections in use, probed on first call; throws when SLIPWAY_SANDBOX=bwrap
+   * cannot work or a protection is off.
+   */
+  choose(): Promise<ConfinerChoice> {
+    this.choice ??= this.decide();
     return this.choice;
   }
 
-  /** Why this revision may not run here (another organization's code, no sandbox), if so. */
+  private async decide(): Promise<ConfinerChoice> {
+    const others = runProbes(this.protection.otherProbes ?? OTHER_PROTECTION_PROBES);
+    const sandbox = await chooseSandbox(
+      this.mode,
+      runsAsRoot() ? { uid: this.range.first, gid: this.range.first } : undefined,
+    );
+    if (sandbox.system === undefined) return { ...sandbox, probes: await others };
+    const [filter, pids] = await Promise.all([
+      generateSeccompFilter(join(this.layout.dataDir, "runtime", "seccomp.bpf"), this.protection.python),
+      choosePidsLimit({
+        max: this.protection.pidsMax ?? 512,
+        cgroups: this.protection.pidsCgroups,
+        prlimit: this.protection.prlimit,
+        root: runsAsRoot(),
+      }),
+    ]);
+    const probes = [pids.probe, filter.probe, ...(await others)];
+    const off = probes.filter((p) => !p.ok);
+    if (this.mode === "bwrap" && off.length > 0) throw new Error(startRefusal(off));
+    return { ...sandbox, probes, seccompFilter: filter.path, pids };
+  }
+
+  /** Why this revision may not run here (another organization's code, a protection off), if so. */
   async refusal(spec: RevisionSpec): Promise<string | undefined> {
-    if (spec.trusted || spec.source.kind === "image") return undefined;
-    return (await this.choose()).system === undefined ? NO_SANDBOX_REFUSAL : undefined;
+    if (spec.trusted) return undefined;
+    const choice = await this.choose();
+    if (spec.source.kind !== "image" && choice.system === undefined) return NO_SANDBOX_REFUSAL;
+    const off = offFor(choice.probes, spec.source.kind === "image" ? "image" : "process");
+    return off.length > 0 ? protectionRefusal(off) : undefined;
   }
 
   /**
@@ -124,7 +212,7 @@ export class Confiner {
    * hands the tree and HOME to the deployment's uid first.
    */
   async confine(deploymentId: string, appDir: string, writable: boolean): Promise<Confined> {
-    const { system } = await this.choose();
+    const { system, pids, seccompFilter } = await this.choose();
     const home = this.layout.deploymentHome(deploymentId);
     await mkdir(home, { recursive: true });
     if (system === undefined) {
@@ -166,10 +254,12 @@ export class Confiner {
       group: join(etc, "group"),
       identity,
     };
+    const pidsJoin = (await pids?.prepare(deploymentId)) ?? { prefix: [] };
     return {
       sandboxed: true,
       env: baseEnv(SANDBOX_HOME, system.path),
-      wrap: (argv) => ({ file: "bwrap", args: bwrapArgs(system, c, argv), cwd: "/" }),
+      wrap: (argv) =>
+        hostLauncher(pidsJoin, seccompFilter, { file: "bwrap", args: bwrapArgs(system, c, argv), cwd: "/" }),
     };
   }
 
@@ -179,9 +269,18 @@ export class Confiner {
     return this.uids.uidFor(deploymentId);
   }
 
-  /** Gives the deployment's uid back (teardown, after its processes and files are gone). */
-  release(deploymentId: string): Promise<void> {
-    return this.uids.release(deploymentId);
+  /** Gives the deployment's uid and pids group back (teardown, after its processes and files are gone). */
+  async release(deploymentId: string): Promise<void> {
+    const choice = await this.choice?.catch(() => undefined);
+    // A group left behind holds no process (they were reaped) and is made again on next use.
+    await choice?.pids?.release(deploymentId).catch(() => undefined);
+    await this.uids.release(deploymentId);
+  }
+
+  /** The runtime closes, its processes ended: pids groups left empty go. */
+  async close(): Promise<void> {
+    const choice = await this.choice?.catch(() => undefined);
+    await choice?.pids?.removeEmpty();
   }
 
   private async identity(deploymentId: string): Promise<{ uid: number; gid: number }> {

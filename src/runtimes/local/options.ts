@@ -1,4 +1,5 @@
 import type { SandboxMode, UidRange } from "../../config.ts";
+import type { ProtectionOptions } from "./confine.ts";
 import type { ContainerNetwork, EngineChoice } from "./containers/engine.ts";
 import type { LocalLimits } from "./limits.ts";
 
@@ -43,6 +44,10 @@ export interface LocalRuntimeOptions {
   redisServer?: string;
   /** SLIPWAY_APP_UID_RANGE: deployments' own uids when Slipway runs as root (default 200000-265535). */
   uidRange?: UidRange;
+  /** SLIPWAY_APP_PIDS_MAX: processes one deployment may run at once, builds included (default 512). */
+  pidsMax?: number;
+  /** Where the protections' tools are (tests simulate missing ones); defaults suit a Debian host. */
+  protections?: Omit<ProtectionOptions, "pidsMax">;
 }
 
 export interface ScalingOptions {

@@ -63,7 +63,10 @@ export class LocalRuntime implements Runtime {
 
   constructor(private readonly o: LocalRuntimeOptions) {
     this.layout = new Layout(o.dataDir);
-    this.confiner = new Confiner(this.layout, o.sandbox, o.uidRange ?? { first: 200_000, last: 265_535 });
+    this.confiner = new Confiner(this.layout, o.sandbox, o.uidRange ?? { first: 200_000, last: 265_535 }, {
+      ...o.protections,
+      pidsMax: o.pidsMax,
+    });
     this.router = new AppsRouter(o.appsDomain);
     this.stopGraceMs = o.stopGraceMs ?? 5000;
     this.drainTimeoutMs = o.drainTimeoutMs ?? 30_000;
@@ -82,17 +85,29 @@ export class LocalRuntime implements Runtime {
   }
 
   /**
-   * Decides the sandbox (once; SLIPWAY_SANDBOX=bwrap without a working bwrap throws) and opens the
-   * apps listener (idempotent); resolves to the bound port.
+   * Decides the sandbox and protections (once; SLIPWAY_SANDBOX=bwrap without a working bwrap or
+   * with a protection off throws) and opens the apps listener (idempotent); resolves to the bound port.
    */
   async start(): Promise<number> {
-    const { system, reason } = await this.confiner.choose();
-    if (system === undefined && !this.warned) {
+    const { system, reason, probes } = await this.confiner.choose();
+    if (!this.warned) {
       this.warned = true;
-      this.o.logger.warn(
-        { sandbox: this.o.sandbox, reason },
-        "no sandbox: apps run unsandboxed, as Slipway's own user; only the first organization may deploy (README: Sandbox)",
-      );
+      if (system === undefined) {
+        this.o.logger.warn(
+          { sandbox: this.o.sandbox, reason },
+          "no sandbox: apps run unsandboxed, as Slipway's own user; only the first organization may deploy (README: Sandbox)",
+        );
+      }
+      for (const p of probes) {
+        if (p.ok)
+          this.o.logger.info({ protection: p.protection }, `protection on: ${p.protection}: ${p.detail}`);
+        else {
+          this.o.logger.warn(
+            { protection: p.protection, detail: p.detail },
+            `protection off: ${p.protection}: ${p.detail}; only the first organization may deploy (docs/protections.md)`,
+          );
+        }
+      }
     }
     this.boundPort = await this.router.listen(this.o.appsPort, this.o.appsHost);
     return this.boundPort;
@@ -370,6 +385,7 @@ export class LocalRuntime implements Runtime {
     // Activations in progress see `closed` and stop what they started; wait for them to settle.
     await Promise.all(slots.map((s) => s.settled()));
     this.deployments.clear();
+    await this.confiner.close();
     await this.router.close();
   }
 
