@@ -1,10 +1,12 @@
 import assert from "node:assert/strict";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, it } from "node:test";
 import { type RunningReconciler, startReconciler } from "../../src/reconciler/start.ts";
-import { CONTAINER_PORT } from "../../src/runtimes/local/container.ts";
+import { CONTAINER_PORT, OWNER_LABEL } from "../../src/runtimes/local/container.ts";
+import { deploymentNetwork } from "../../src/runtimes/local/container-isolation.ts";
+import { execEngine } from "../../src/runtimes/local/containers/engine.ts";
 import { TestImages, testEngine } from "../helpers/container-images.ts";
 import { forEachDatabase } from "../helpers/harness.ts";
 import { waitForRevision } from "../helpers/wait.ts";
@@ -12,7 +14,8 @@ import { Api, appGet, type Deployment, e2eEnv, freePort, gitRoot, loopRequests }
 
 /**
  * external_docker and internal_docker through the API with the reconciler and real containers:
- * deploy, switch under a client loop, a missing secret reference, a Slipway restart, delete.
+ * deploy, switch under a client loop, a missing secret reference, containers apart, a Slipway
+ * restart, delete.
  */
 const engine = await testEngine();
 const images = engine === undefined ? undefined : new TestImages(engine);
@@ -56,6 +59,7 @@ forEachDatabase(
     let dep: ImageDeployment;
     let url = "";
     let internalUrl = "";
+    let internalId = "";
     const settle = (rid: string) => waitForRevision(suite.ctx.db, rid, { timeoutMs: 120_000 });
     const latest = async (id: string) => {
       const d = await api.deployment(id);
@@ -204,6 +208,7 @@ forEachDatabase(
       assert.equal(d.image_version, "1.0.0");
       assert.ok(d.source_config.custom_url);
       internalUrl = d.source_config.custom_url;
+      internalId = internal.id;
       assert.deepEqual((await appGet(internalUrl)).body, { version: "1" });
 
       let done = false;
@@ -217,6 +222,35 @@ forEachDatabase(
       assert.deepEqual(versions, ["1", "2"]);
       d = await api.call<ImageDeployment>("GET", `/v2/deployments/${internal.id}`);
       assert.equal(d.image_version, "2.0.0");
+    });
+
+    it("the two deployments' containers run apart: own networks, no host root, each out of the other's reach", {
+      skip,
+    }, async () => {
+      assert.ok(images && stack && engine);
+      const owner = stack.runtime.containers.owner;
+      const [web] = await images.containers(owner, dep.id);
+      const [pushed] = await images.containers(owner, internalId);
+      assert.ok(web && pushed);
+      const inspect = async (name: string, format: string) =>
+        (await execEngine(engine, ["inspect", "--format", format, "--", name])).stdout.trim();
+      const networks = "{{range $k, $v := .NetworkSettings.Networks}}{{$k}}{{end}}";
+      assert.equal(await inspect(web, networks), deploymentNetwork(owner, dep.id));
+      assert.equal(await inspect(pushed, networks), deploymentNetwork(owner, internalId));
+      const pid = Number(await inspect(web, "{{.State.Pid}}"));
+      const [, hostRoot] = /^\s*0\s+(\d+)/.exec(readFileSync(`/proc/${pid}/uid_map`, "utf8")) ?? [];
+      assert.ok(hostRoot !== undefined && hostRoot !== "0", "the container's root is not the host's");
+      // Only the six capabilities of docs/containers.md: CHOWN DAC_OVERRIDE FOWNER SETGID SETUID NET_BIND_SERVICE.
+      const capEff = /^CapEff:\s*(\w+)$/m.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1];
+      assert.equal(capEff, "00000000000004cb");
+      const ip = await inspect(pushed, "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}");
+      const request = 'printf "GET / HTTP/1.0\\r\\n\\r\\n" | /bin/busybox nc -w 4 "$0" 8080';
+      const across = await execEngine(engine, ["exec", web, "/bin/busybox", "sh", "-c", request, ip]);
+      assert.equal(across.ok, false, `the other deployment's container answered: ${across.stdout}`);
+      const own = await execEngine(engine, ["exec", pushed, "/bin/busybox", "sh", "-c", request, ip]);
+      assert.match(own.stdout, /"version":"2"/, "it answers inside its own network");
+      assert.equal((await appGet(url)).body.version, "2", "both still served through the edge");
+      assert.equal((await appGet(internalUrl)).body.version, "2");
     });
 
     it("a restarted Slipway runs both deployments' active images again", { skip }, async () => {
@@ -245,6 +279,15 @@ forEachDatabase(
       }
       assert.deepEqual(await images.containers(owner), []);
       assert.notEqual((await appGet(url)).status, 200);
+      assert.ok(engine);
+      const left = await execEngine(engine, [
+        "network",
+        "ls",
+        "--quiet",
+        "--filter",
+        `label=${OWNER_LABEL}=${owner}`,
+      ]);
+      assert.deepEqual([left.ok, left.stdout.trim()], [true, ""], "their networks are gone too");
     });
   },
   {

@@ -1,6 +1,20 @@
 import { randomBytes } from "node:crypto";
+import { readFileSync } from "node:fs";
 import { availableParallelism } from "node:os";
 import { join } from "node:path";
+import {
+  type ContainerEgress,
+  deploymentNetwork,
+  firewallRules,
+  firewallTable,
+  hardeningFlags,
+  NETWORK_UP,
+  networkInUse,
+  networkOptions,
+  networkReleased,
+  removeNetwork,
+  resolversOf,
+} from "./container-isolation.ts";
 import { type ContainerNetwork, type Engine, EngineFinder, execEngine } from "./containers/engine.ts";
 import { writeEnvFile } from "./containers/env-file.ts";
 
@@ -8,7 +22,8 @@ import { writeEnvFile } from "./containers/env-file.ts";
  * Image revisions as replicas. A replica's process is `<engine> create … && <engine> start
  * --attach <name>` (one small shell), so the replica code supervises a container exactly like an
  * app process: its output is the log, its exit is the crash, ending its group ends the CLI.
- * Containers are labelled so teardown and the next Slipway find them after a SIGKILL.
+ * Containers are labelled so teardown and the next Slipway find them after a SIGKILL. On a bridge,
+ * each deployment has a network of its own, guarded by a firewall (container-isolation.ts).
  */
 
 export { EngineFinder };
@@ -31,6 +46,8 @@ export interface ContainerLaunch {
   revisionId: string;
   owner: string;
   network: ContainerNetwork;
+  /** What the container may connect to beyond its own network (bridge only). */
+  egress: ContainerEgress;
   /** Where the env file is written for each start (the revision's directory); removed before start. */
   envDir: string;
   memoryLimitMb?: number;
@@ -46,6 +63,8 @@ export interface ContainerSettings {
   revisionId: string;
   owner: string;
   network: ContainerNetwork;
+  /** SLIPWAY_APP_EGRESS and SLIPWAY_APP_EGRESS_ALLOW (default: the internet, no private range). */
+  egress?: { mode: "internet" | "none"; allow: string[] };
   envDir: string;
   resources: Record<string, unknown>;
   stopGraceMs: number;
@@ -73,6 +92,11 @@ export function containerLaunches(s: ContainerSettings): (index: number) => Cont
     cpus === undefined ? undefined : `--cpus ${cpus}`,
   ].filter(Boolean);
   if (limits.length > 0) s.log(`slipway: container limits: ${limits.join(" ")}`);
+  const egress: ContainerEgress = {
+    mode: s.egress?.mode ?? "internet",
+    allow: s.egress?.allow ?? [],
+    resolvers: systemResolvers(),
+  };
   // Two starts of one revision may overlap (a revision activated beside its own crashed replicas).
   const tag = randomBytes(2).toString("hex");
   return (index) => ({
@@ -83,11 +107,21 @@ export function containerLaunches(s: ContainerSettings): (index: number) => Cont
     revisionId: s.revisionId,
     owner: s.owner,
     network: s.network,
+    egress,
     envDir: s.envDir,
     memoryLimitMb: memoryLimitMb === undefined ? undefined : Math.floor(memoryLimitMb),
     cpus,
     stopTimeoutS: Math.max(1, Math.ceil(s.stopGraceMs / 1000)),
   });
+}
+
+/** The resolvers containers are given (the host's, which podman copies): reachable on port 53. */
+function systemResolvers(): string[] {
+  try {
+    return resolversOf(readFileSync("/etc/resolv.conf", "utf8"));
+  } catch {
+    return [];
+  }
 }
 
 /** The PORT a container app is given: its own port on a bridge, the published one on the host's network. */
@@ -126,11 +160,19 @@ export interface SpawnCommand {
 }
 
 /**
- * Removes the env file whatever `create` did, then runs the container attached, so the CLI's exit
- * is the container's. The file's path and the container's name are the only data on any argv.
+ * Makes sure the deployment's network and firewall are up (bridge), removes the env file whatever
+ * `create` did, then runs the container attached, so the CLI's exit is the container's. A `create`
+ * that lost its network to the removal beside the previous container's stop is tried once more.
+ * The file's path, the container's name and the firewall rules are the only data on any argv.
  */
-const CREATE_THEN_START = `f=$1; n=$2; shift 2
+const CREATE_THEN_START = `f=$1; n=$2; engine=$3; net=$4; net_opts=$5; iface_format=$6; rules=$7
+owner_label=$8; deployment_label=$9; shift 9
+${NETWORK_UP}
+if [ -n "$net" ] && ! net_up; then rm -f -- "$f"; exit 1; fi
 "$@" >/dev/null; rc=$?
+if [ "$rc" -ne 0 ] && [ -n "$net" ] && ! "$engine" network inspect "$net" >/dev/null 2>&1; then
+  net_up && { "$@" >/dev/null; rc=$?; }
+fi
 rm -f -- "$f"
 [ "$rc" -eq 0 ] || exit "$rc"
 exec "$1" start --attach "$n"`;
@@ -146,6 +188,10 @@ export function containerCommand(
   appEnv: Record<string, string>,
 ): SpawnCommand {
   const port = appPort(launch, hostPort);
+  const bridge = launch.network !== "host";
+  const network = bridge ? deploymentNetwork(launch.owner, launch.deploymentId) : "";
+  // Counted before anything can fail: every start is followed by a stopContainer.
+  if (bridge) networkInUse(network);
   const envFile = join(launch.envDir, `${launch.name}.env`);
   let byName: Record<string, string>;
   try {
@@ -171,25 +217,46 @@ export function containerCommand(
     envFile,
     "--stop-timeout",
     String(launch.stopTimeoutS),
+    ...hardeningFlags(launch.engine, !bridge),
   ];
   for (const name of Object.keys(byName)) create.push("-e", name);
-  if (launch.network === "host") create.push("--network", "host");
-  else create.push("-p", `127.0.0.1:${hostPort}:${CONTAINER_PORT}`);
+  if (bridge) create.push("--network", network, "-p", `127.0.0.1:${hostPort}:${CONTAINER_PORT}`);
+  else create.push("--network", "host");
   if (launch.memoryLimitMb !== undefined) create.push("--memory", `${launch.memoryLimitMb}m`);
   if (launch.cpus !== undefined) create.push("--cpus", String(launch.cpus));
   create.push("--", launch.image);
+  const options = networkOptions(launch.engine);
+  const rules =
+    bridge && launch.engine.isolation?.firewall ? firewallRules(firewallTable(network), launch.egress) : "";
+  const prelude = [
+    envFile,
+    launch.name,
+    launch.engine.name,
+    network,
+    options.create,
+    options.iface,
+    rules,
+    `${OWNER_LABEL}=${launch.owner}`,
+    `${DEPLOYMENT_LABEL}=${launch.deploymentId}`,
+  ];
   return {
     file: "sh",
-    args: ["-c", CREATE_THEN_START, "sh", envFile, launch.name, launch.engine.name, ...create],
+    args: ["-c", CREATE_THEN_START, "sh", ...prelude, launch.engine.name, ...create],
     env: { ...launch.engine.env, ...byName },
   };
 }
 
-/** Stops a replica's container (SIGTERM, SIGKILL after its stop timeout) and removes it. */
+/**
+ * Stops a replica's container (SIGTERM, SIGKILL after its stop timeout) and removes it; the
+ * deployment's network and firewall go with its last container.
+ */
 export async function stopContainer(launch: ContainerLaunch): Promise<void> {
   const { engine, name } = launch;
   await execEngine(engine, ["stop", "--time", String(launch.stopTimeoutS), "--", name], 60_000);
   await execEngine(engine, ["rm", "--force", "--", name], 60_000);
+  if (launch.network !== "host") {
+    await networkReleased(engine, deploymentNetwork(launch.owner, launch.deploymentId));
+  }
 }
 
 /** Removes this Slipway's containers of a deployment (teardown, and leftovers of a killed Slipway). */
@@ -209,5 +276,6 @@ export async function removeDeploymentContainers(
   ]);
   const ids = listed.ok ? listed.stdout.split(/\s+/).filter(Boolean) : [];
   if (ids.length > 0) await execEngine(engine, ["rm", "--force", "--", ...ids], 60_000);
+  await removeNetwork(engine, deploymentNetwork(owner, deploymentId));
   return ids.length;
 }

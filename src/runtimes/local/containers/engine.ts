@@ -2,6 +2,7 @@ import { execFile } from "node:child_process";
 import { createHash } from "node:crypto";
 import { mkdir, writeFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
+import { detectIsolation, type EngineIsolation } from "../container-isolation.ts";
 
 /** Which engine runs image revisions: the first usable one, or exactly the one named. */
 export type EngineChoice = "auto" | "podman" | "docker";
@@ -25,6 +26,8 @@ default_ulimits = ["nofile=1024:1024", "nproc=1024:1024"]
 export interface Engine {
   name: "podman" | "docker";
   env: Record<string, string>;
+  /** What keeps its containers apart here (container-isolation.ts); found with the engine. */
+  isolation?: EngineIsolation;
 }
 
 export interface ExecResult {
@@ -113,7 +116,10 @@ export class EngineFinder {
         env.CONTAINERS_CONF = this.confPath;
       }
       const engine: Engine = { name, env };
-      if ((await execEngine(engine, ["info"], 15_000)).ok) return engine;
+      if ((await execEngine(engine, ["info"], 15_000)).ok) {
+        engine.isolation = await detectIsolation(engine);
+        return engine;
+      }
     }
     return undefined;
   }
