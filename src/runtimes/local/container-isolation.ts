@@ -1,7 +1,8 @@
+// Why about 300 lines: the whole of what keeps containers apart (flags, ids, firewall, network lifecycle, probe) in one place.
 import { execFile } from "node:child_process";
 import { createHash } from "node:crypto";
 import { appendFile, readFile } from "node:fs/promises";
-import { type Engine, execEngine } from "./containers/engine.ts";
+import { type Engine, type EngineFinder, execEngine } from "./containers/engine.ts";
 import type { ProtectionProbe } from "./protections.ts";
 
 /**
@@ -142,6 +143,14 @@ export async function probeContainerIsolation(
     ok: true,
     detail: `${engine.name}: a network per deployment with its gateway blocked, user namespaces, capabilities ${CONTAINER_CAPS.join(",")}, no-new-privileges`,
   };
+}
+
+/** The probe as a check of its own: finds the engine (once per finder) when it runs. */
+export function containerIsolationCheck(
+  finder: EngineFinder,
+  network: "bridge" | "host",
+): () => Promise<ProtectionProbe> {
+  return async () => probeContainerIsolation(await finder.usable(), network);
 }
 
 /** A deployment's own network, named after this Slipway (owner) and the deployment. */

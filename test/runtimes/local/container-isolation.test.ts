@@ -9,6 +9,7 @@ import { after, before, describe, it } from "node:test";
 import type { RevisionSpec } from "../../../src/runtimes/interface.ts";
 import {
   CONTAINER_CAPS,
+  containerIsolationCheck,
   deploymentNetwork,
   ensureSubordinateIds,
   firewallRules,
@@ -17,7 +18,7 @@ import {
   resolversOf,
   SUBORDINATE_LINE,
 } from "../../../src/runtimes/local/container-isolation.ts";
-import { type Engine, execEngine } from "../../../src/runtimes/local/containers/engine.ts";
+import { type Engine, EngineFinder, execEngine } from "../../../src/runtimes/local/containers/engine.ts";
 import type { LocalRuntime } from "../../../src/runtimes/local/runtime.ts";
 import { TestImages, testEngine } from "../../helpers/container-images.ts";
 import { cleanupTemp, hit, newRuntime, phase, spec, tempDir } from "../../helpers/local-runtime.ts";
@@ -246,7 +247,7 @@ describe("local runtime: containers apart", () => {
     assert.equal(host.protection, "container isolation");
     assert.equal(host.ok, false);
     assert.match(host.detail, /SLIPWAY_CONTAINER_NETWORK=host/);
-    const bridge = await probeContainerIsolation(engine, "bridge");
+    const bridge = await containerIsolationCheck(new EngineFinder(tempDir()), "bridge")();
     assert.deepEqual([bridge.ok, bridge.protection], [true, "container isolation"], bridge.detail);
     const lacking = await probeContainerIsolation(
       {
