@@ -39,5 +39,7 @@ export const LEADER_LOCK = 0x51177b5;
 export const EVENTS_CHANNEL = "slipway_events";
 /** Transaction lock of the event sequencer: events get their stream ids one batch at a time. */
 export const EVENTS_SEQUENCE_LOCK = 0x51177c1;
+/** Transaction lock of revision claims: a workspace's running builds are counted by one claimer at a time. */
+export const CLAIM_LOCK = 0x51177e1;
 /** Transaction lock of the local_git poller: one process at a time compares branch heads. */
 export const LOCAL_GIT_POLL_LOCK = 0x51177d1;

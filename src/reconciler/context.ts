@@ -21,8 +21,11 @@ export interface Job {
  * handles and this process's bookkeeping. The loop (reconciler.ts) owns and fills it.
  */
 export interface Worker {
-  /** Where secret references are read (spec.ts); UNUSED and audit retention (leader.ts). */
-  readonly config: Pick<Config, "containers" | "reconciler" | "auditRetentionDays">;
+  /**
+   * Where secret references are read (spec.ts); UNUSED and audit retention (leader.ts); the build
+   * time limit and builds per workspace (driver.ts, claims.ts).
+   */
+  readonly config: Pick<Config, "containers" | "reconciler" | "auditRetentionDays" | "limits">;
   readonly db: Database;
   readonly keyring: Keyring;
   readonly runtimes: Runtimes;

@@ -1,4 +1,4 @@
-import { LOGS_CHANNEL, STATUS_CHANNEL } from "../db/channels.ts";
+import { LOGS_CHANNEL, STATUS_CHANNEL, WORK_CHANNEL } from "../db/channels.ts";
 import type { Executor } from "../db/client.ts";
 import { activateRevision, moveDeployment, recordLatestCommit } from "../resources/deployments/store.ts";
 import {
@@ -9,6 +9,7 @@ import {
   writeRevisionStatus,
 } from "../resources/revisions/store.ts";
 import type { Activation, PhaseContext } from "../runtimes/interface.ts";
+import { buildWithin } from "./build-limit.ts";
 import type { Worker } from "./context.ts";
 import { failureStatus, isRuntimeFailure, LostClaim, messageOf, phaseFailure } from "./errors.ts";
 import type { RevisionLogSink } from "./log-sink.ts";
@@ -48,8 +49,9 @@ export async function drive(
 ): Promise<void> {
   const runtime = w.runtimes.of(work.runtime);
   let status = claimed;
-  const sink = w.sinks.for(work.id, []);
-  const ctx: PhaseContext = { log: (stream, line) => sink.log(stream, line), signal };
+  const sink = w.sinks.for(work.id, [], work.deploymentId);
+  // What the runtime passes on (the build's and the app's output) is held to the log budget.
+  const ctx: PhaseContext = { log: (stream, line) => sink.ingest(stream, line), signal };
   const step = async (to: RevisionStatus, message?: string) => {
     if (signal.aborted) throw new LostClaim();
     // A follower of the log stops at a terminal status: every line must be stored before it.
@@ -102,8 +104,13 @@ export async function drive(
       });
     }
     await step("BUILDING");
-    await runtime.build(spec, ctx);
+    await buildWithin(runtime, spec, ctx, w.config.limits.buildTimeoutMs, (err) =>
+      sink.log("build", `Slipway: ${err.message}; stopping it.`),
+    );
     await step("AWAITING_DEPLOY");
+    // The workspace's build slot is free again (claims.ts): its next build may start now, here or
+    // in another process.
+    await w.db.notify(WORK_CHANNEL, work.id).catch(() => {});
     await step("DEPLOYING");
     // Read now, so a missing reference fails the deploy (and a changed file counts at each deploy).
     const referenced = runtime.remote ? {} : await referencedSecrets(w, work);

@@ -8,6 +8,7 @@ import { removeDeployment } from "../resources/deployments/store.ts";
 import type { Runtime } from "../runtimes/interface.ts";
 import { type ImageBuilder, RemoteRuntime } from "../runtimes/remote/runtime.ts";
 import { AppDatabases } from "./app-database.ts";
+import { type ClaimedRevision, claimRevisions } from "./claims.ts";
 import type { Job, ReconcilerLogger, Worker } from "./context.ts";
 import { drive } from "./driver.ts";
 import { LostClaim } from "./errors.ts";
@@ -17,20 +18,16 @@ import { remoteBridge } from "./remote.ts";
 import { followOthers, restoreActive } from "./restore.ts";
 import { REMOTE_RUNTIME, Runtimes } from "./runtimes.ts";
 import type { SourceResolver } from "./sources.ts";
-import {
-  type ClaimedRevision,
-  claimDeletions,
-  claimRevisions,
-  loadWork,
-  lostRevisions,
-  renewLease,
-} from "./store.ts";
+import { claimDeletions, loadWork, lostRevisions, renewLease } from "./store.ts";
 import { startTeardown } from "./teardown.ts";
 import { recordTraffic } from "./usage.ts";
 
 export interface ReconcilerOptions {
-  /** Poll and lease times, the apps' database server, and what the parts read (context.ts). */
-  config: Pick<Config, "reconciler" | "apps" | "containers" | "auditRetentionDays" | "listeners">;
+  /**
+   * Poll and lease times, the apps' database server, the tenant limits (builds per workspace, build
+   * time, log lines per second) and what the parts read (context.ts).
+   */
+  config: Pick<Config, "reconciler" | "apps" | "containers" | "auditRetentionDays" | "listeners" | "limits">;
   db: Database;
   keyring: Keyring;
   /**
@@ -106,8 +103,10 @@ export class Reconciler {
       deletions: new Map(),
       following: new Map(),
       shutdown: this.restoreAbort.signal,
-      sinks: new LogSinks(opts.db, opts.logCap ?? DEFAULT_LOG_CAP, (err, revisionId) =>
-        log.warn({ err, revisionId }, "storing revision log lines failed"),
+      sinks: new LogSinks(
+        opts.db,
+        { cap: opts.logCap ?? DEFAULT_LOG_CAP, linesPerS: opts.config.limits.logLinesPerS },
+        (err, revisionId) => log.warn({ err, revisionId }, "storing revision log lines failed"),
       ),
       stopped: () => this.stopped,
       wake: () => this.wake(),
@@ -195,7 +194,13 @@ export class Reconciler {
     const free = MAX_DELETIONS - deletions.size;
     for (const d of await claimDeletions(db.orm, this.workerId, leaseMs, free)) startTeardown(this.w, d);
 
-    const claimed = await claimRevisions(db.orm, this.workerId, leaseMs, this.concurrency - jobs.size);
+    const claimed = await claimRevisions(
+      db,
+      this.workerId,
+      leaseMs,
+      this.concurrency - jobs.size,
+      this.w.config.limits.buildsPerWorkspace,
+    );
     for (const c of claimed) await this.runRevision(c);
 
     if (poll) {

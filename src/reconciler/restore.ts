@@ -1,5 +1,6 @@
 import { moveDeployment } from "../resources/deployments/store.ts";
 import type { PhaseContext } from "../runtimes/interface.ts";
+import { buildWithin } from "./build-limit.ts";
 import type { Worker } from "./context.ts";
 import { messageOf } from "./errors.ts";
 import { envFor, specFor } from "./spec.ts";
@@ -19,8 +20,8 @@ export async function activateExisting(
   const work = await loadWork(w.db.orm, revisionId);
   if (!work) return;
   const { env, secrets, redisPassword } = await envFor(w, work);
-  const sink = w.sinks.for(work.id, secrets);
-  const ctx: PhaseContext = { log: (stream, line) => sink.log(stream, line), signal };
+  const sink = w.sinks.for(work.id, secrets, work.deploymentId);
+  const ctx: PhaseContext = { log: (stream, line) => sink.ingest(stream, line), signal };
   const spec = await specFor(w, work, env);
   spec.redisPassword = redisPassword;
   const commit = textField(work.sourceRevisionConfig, "repo_commit_sha");
@@ -29,7 +30,7 @@ export async function activateExisting(
   if (!(await runtime.isBuilt(spec))) {
     sink.log("build", "Slipway: the build output is gone; building this revision again.");
     await runtime.prepare(spec, ctx);
-    await runtime.build(spec, ctx);
+    await buildWithin(runtime, spec, ctx, w.config.limits.buildTimeoutMs);
   }
   const activation = await runtime.activate(spec, ctx);
   sink.log("deploy", `Slipway: serving at ${activation.url}.`);

@@ -9,48 +9,11 @@ import type { RevisionWork } from "./work.ts";
 
 /**
  * The reconciler's SQL: leases on revisions and teardown claims on deployments (the only writes
- * on those tables outside their resources' stores, and only of the lease columns), what a worker
+ * on those tables outside their resources' stores, and only of the lease columns; the claim of
+ * revisions is in claims.ts), what a worker
  * reads of a revision, and the leader lock. Status and other columns go through the stores of
  * resources/deployments and resources/revisions.
  */
-
-export interface ClaimedRevision {
-  id: string;
-  status: RevisionStatus;
-}
-
-/**
- * Leases up to `limit` revisions that need work and whose lease is free or expired. A revision
- * waits while an older revision of its deployment is still in progress, so one deployment's
- * revisions are built and switched in order. SKIP LOCKED lets any number of workers claim at once;
- * a row another worker just leased is re-checked by PostgreSQL and no longer matches.
- */
-export async function claimRevisions(
-  exec: Executor,
-  owner: string,
-  leaseMs: number,
-  limit: number,
-): Promise<ClaimedRevision[]> {
-  if (limit <= 0) return [];
-  return rows<ClaimedRevision>(
-    exec,
-    sql`UPDATE revisions SET lease_owner = ${owner}, lease_expires_at = ${fromNow(leaseMs)}
-         WHERE id IN (
-           SELECT r.id FROM revisions r JOIN deployments d ON d.id = r.deployment_id
-            WHERE r.status IN (${sqlList(CLAIMABLE)})
-              AND (r.lease_expires_at IS NULL OR r.lease_expires_at < now())
-              AND d.status <> 'AWAITING_DELETE'
-              AND NOT EXISTS (
-                SELECT 1 FROM revisions o
-                 WHERE o.deployment_id = r.deployment_id AND o.seq < r.seq
-                   AND o.status IN (${sqlList(CLAIMABLE)}))
-            ORDER BY r.created_at, r.seq
-            FOR UPDATE OF r SKIP LOCKED
-            LIMIT ${limit})
-           AND (lease_expires_at IS NULL OR lease_expires_at < now())
-         RETURNING id, status`,
-  );
-}
 
 /** Extends a lease; false when the revision was taken over or ended (interrupted, skipped). */
 export async function renewLease(
