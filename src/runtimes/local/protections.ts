@@ -1,3 +1,5 @@
+import { probeNetworkNamespaces } from "./network/probe.ts";
+
 /**
  * The tenant protections the local runtime relies on (issue 26 item 5). Each part exposes a probe
  * that says whether this machine can apply it and, when not, what is missing and how to fix it.
@@ -16,10 +18,11 @@ export interface ProtectionProbe {
 export type ProtectionCheck = () => Promise<ProtectionProbe>;
 
 /**
- * Probes of the parts that live elsewhere (network namespaces, container isolation), run at start
- * beside the pids limit and seccomp, which the sandbox probes itself. Add a part's probe here.
+ * Probes of the parts that live elsewhere, run at start beside the pids limit and seccomp, which
+ * the sandbox probes itself. Add a part's probe here; one that needs the runtime's state (container
+ * isolation: its engine and network) is added by runtime.ts.
  */
-export const OTHER_PROTECTION_PROBES: ProtectionCheck[] = [];
+export const OTHER_PROTECTION_PROBES: readonly ProtectionCheck[] = [probeNetworkNamespaces];
 
 /** Protections that guard image revisions (containers); every other one guards sandboxed processes. */
 const CONTAINER_PROTECTIONS = new Set(["container isolation"]);

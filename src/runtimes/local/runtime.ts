@@ -13,6 +13,7 @@ import { type BuildRecord, readBuildRecord } from "./app-config.ts";
 import { ensureCache } from "./cache.ts";
 import { Confiner } from "./confine.ts";
 import { removeDeploymentContainers } from "./container.ts";
+import { containerIsolationCheck } from "./container-isolation.ts";
 import { EngineFinder } from "./containers/engine.ts";
 import { abortError } from "./exec.ts";
 import { RevisionGroup } from "./group.ts";
@@ -23,6 +24,7 @@ import { Tail } from "./lines.ts";
 import { DEFAULT_SCALING, type LocalRuntimeOptions, type ScalingOptions } from "./options.ts";
 import { ProcessRecord } from "./orphans.ts";
 import { buildRevision, isRevisionBuilt, type PhaseHandles, prepareRevision, revisionLog } from "./phases.ts";
+import { OTHER_PROTECTION_PROBES } from "./protections.ts";
 import { Replica } from "./replica.ts";
 import { recordRestart } from "./request-metrics.ts";
 import { AppsRouter } from "./router.ts";
@@ -63,7 +65,14 @@ export class LocalRuntime implements Runtime {
 
   constructor(private readonly o: LocalRuntimeOptions) {
     this.layout = new Layout(o.dataDir);
+    this.containers = new EngineFinder(o.dataDir, o.containerEngine);
+    // Image revisions' protection needs this runtime's engine and network; tests may replace all.
+    const otherProbes = [
+      ...OTHER_PROTECTION_PROBES,
+      containerIsolationCheck(this.containers, o.containerNetwork ?? "bridge"),
+    ];
     this.confiner = new Confiner(this.layout, o.sandbox, o.uidRange ?? { first: 200_000, last: 265_535 }, {
+      otherProbes,
       ...o.protections,
       pidsMax: o.pidsMax,
     });
@@ -75,7 +84,6 @@ export class LocalRuntime implements Runtime {
     this.healthTimeoutMaxMs = o.healthTimeoutMaxMs ?? 300_000;
     this.scaling = { ...DEFAULT_SCALING, ...o.scaling };
     this.limits = { ...DEFAULT_LIMITS, ...o.limits };
-    this.containers = new EngineFinder(o.dataDir, o.containerEngine);
     this.phases = {
       layout: this.layout,
       confiner: this.confiner,
