@@ -40,6 +40,7 @@ export async function startReconciler(deps: AppDeps, logger: ReconcilerLogger): 
     sandbox: config.sandbox.mode,
     uidRange: config.sandbox.uidRange,
     pidsMax: config.sandbox.pidsMax,
+    egress: { egress: config.sandbox.egress, egressAllow: config.sandbox.egressAllow },
     redisServer: config.apps.redisServer,
   });
   const appsPort = await runtime.start();

@@ -83,6 +83,7 @@ export async function ensureCache(c: CacheInput): Promise<RedisServer | undefine
     stopGraceMs: c.stopGraceMs,
     startTimeoutMs: c.startTimeoutMs,
     log,
+    host: confined.network?.address,
   });
   log(`slipway: starting the deployment's Redis (${memory})`);
   await server.start();

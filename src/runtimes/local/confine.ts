@@ -5,6 +5,10 @@ import type { SandboxMode, UidRange } from "../../config.ts";
 import { BuildError, type RevisionSpec } from "../interface.ts";
 import { baseEnv } from "./env.ts";
 import type { Layout } from "./layout.ts";
+import { allowedDestinations } from "./network/allowed.ts";
+import { gatedDatabaseUri } from "./network/database.ts";
+import { type DeploymentNetwork, NetworkNamespaces } from "./network/namespace.ts";
+import { probeNetworkNamespaces } from "./network/probe.ts";
 import { choosePidsLimit, type PidsJoin, type PidsLimiter } from "./pids-limit.ts";
 import {
   OTHER_PROTECTION_PROBES,
@@ -47,6 +51,20 @@ export interface Confined {
   /** PATH, HOME, npm cache … as the command sees them. */
   env: Record<string, string>;
   sandboxed: boolean;
+  /** The deployment's own network namespace; undefined: the host's network. */
+  network?: DeploymentNetwork;
+}
+
+/** SLIPWAY_APP_EGRESS and SLIPWAY_APP_EGRESS_ALLOW; `namespaces` (tests) overrides the default one. */
+export interface EgressPolicy {
+  egress: "internet" | "none";
+  egressAllow: string[];
+  namespaces?: NetworkNamespaces;
+}
+
+/** Runs a sandbox inside a network namespace: nsenter joins it, then execs bwrap. */
+function inNamespace(net: DeploymentNetwork, s: Spawnable): Spawnable {
+  return { file: "nsenter", args: [`--net=${net.path}`, "--", s.file, ...s.args], cwd: s.cwd };
 }
 
 /** Up to this many entries, a fresh tree is handed over in-process (no `chown` child to spawn). */
@@ -156,6 +174,7 @@ export function hostLauncher(pids: PidsJoin, seccompFilter: string | undefined, 
  */
 export class Confiner {
   private choice: Promise<ConfinerChoice> | undefined;
+  private networking: Promise<{ probe: ProtectionProbe; namespaces?: NetworkNamespaces }> | undefined;
   private readonly uids: UidAllocator;
 
   constructor(
@@ -163,8 +182,58 @@ export class Confiner {
     private readonly mode: SandboxMode,
     private readonly range: UidRange,
     private readonly protection: ProtectionOptions = {},
+    private readonly egress: EgressPolicy = { egress: "internet", egressAllow: [] },
   ) {
     this.uids = new UidAllocator(layout, range);
+  }
+
+  /**
+   * Whether sandboxed commands get a network namespace per deployment (probed once): only with a
+   * sandbox, as root, with `ip`, `nft` and `nsenter`. Off: the host's network, as before.
+   */
+  network(): Promise<{ probe: ProtectionProbe; namespaces?: NetworkNamespaces }> {
+    this.networking ??= (async () => {
+      const probe = await probeNetworkNamespaces();
+      if (!probe.ok || (await this.choose()).system === undefined) return { probe };
+      const { egress, egressAllow } = this.egress;
+      const allow = await allowedDestinations({ egress, egressAllow });
+      return { probe, namespaces: this.egress.namespaces ?? new NetworkNamespaces({ egress, allow }) };
+    })();
+    return this.networking;
+  }
+
+  /**
+   * The app's environment with DATABASE_URI and POSTGRES_URI pointing at the deployment's gate
+   * (when it has a namespace and the reconciler provisioned its database); otherwise `env` as it is.
+   */
+  async gateDatabase(deploymentId: string, env: Record<string, string>): Promise<Record<string, string>> {
+    const { namespaces } = await this.network();
+    const uri = env.DATABASE_URI;
+    if (namespaces === undefined || uri === undefined) return env;
+    const gated = await gatedDatabaseUri(namespaces, deploymentId, uri);
+    if (gated === undefined) return env;
+    const out: Record<string, string> = { ...env, DATABASE_URI: gated };
+    if (env.POSTGRES_URI === uri) out.POSTGRES_URI = gated;
+    return out;
+  }
+
+  /** The deployment's namespace when namespaces are on (made on first use). */
+  async networkOf(deploymentId: string): Promise<DeploymentNetwork | undefined> {
+    const { namespaces } = await this.network();
+    return namespaces?.ensure(deploymentId);
+  }
+
+  /** Removes the deployment's namespace and gate (teardown, after its processes have ended). */
+  async removeNetwork(deploymentId: string): Promise<void> {
+    const { namespaces } = await this.network();
+    await namespaces?.remove(deploymentId);
+  }
+
+  /** Removes every namespace made here (close, after every app process has stopped). */
+  async closeNetworks(): Promise<void> {
+    if (this.networking === undefined) return;
+    const { namespaces } = await this.networking;
+    await namespaces?.closeAll();
   }
 
   /**
@@ -255,11 +324,14 @@ export class Confiner {
       identity,
     };
     const pidsJoin = (await pids?.prepare(deploymentId)) ?? { prefix: [] };
+    const network = await this.networkOf(deploymentId);
+    const launcher = (argv: string[]): Spawnable =>
+      hostLauncher(pidsJoin, seccompFilter, { file: "bwrap", args: bwrapArgs(system, c, argv), cwd: "/" });
     return {
       sandboxed: true,
       env: baseEnv(SANDBOX_HOME, system.path),
-      wrap: (argv) =>
-        hostLauncher(pidsJoin, seccompFilter, { file: "bwrap", args: bwrapArgs(system, c, argv), cwd: "/" }),
+      wrap: network === undefined ? launcher : (argv) => inNamespace(network, launcher(argv)),
+      network,
     };
   }
 

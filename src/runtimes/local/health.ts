@@ -3,15 +3,17 @@ import { setTimeout as sleep } from "node:timers/promises";
 import type { PortCheck } from "./port-check.ts";
 
 /** One GET: the status, or a short reason when nothing answered. */
-export function probe(port: number, path: string, timeoutMs: number): Promise<number | string> {
+export function probe(
+  port: number,
+  path: string,
+  timeoutMs: number,
+  host = "127.0.0.1",
+): Promise<number | string> {
   return new Promise((resolve) => {
-    const req = request(
-      { host: "127.0.0.1", port, path, method: "GET", agent: false, timeout: timeoutMs },
-      (res) => {
-        res.resume();
-        resolve(res.statusCode ?? 0);
-      },
-    );
+    const req = request({ host, port, path, method: "GET", agent: false, timeout: timeoutMs }, (res) => {
+      res.resume();
+      resolve(res.statusCode ?? 0);
+    });
     req.on("timeout", () => req.destroy(new Error("no answer in time")));
     req.on("error", (err: NodeJS.ErrnoException) =>
       resolve(err.code === "ECONNREFUSED" ? "connection refused" : err.message),
@@ -21,6 +23,8 @@ export function probe(port: number, path: string, timeoutMs: number): Promise<nu
 }
 
 export interface HealthWait {
+  /** Where the app is reached: 127.0.0.1, or its namespace's address. */
+  host?: string;
   port: number;
   path: string;
   timeoutMs: number;
@@ -69,7 +73,7 @@ export async function waitHealthy(w: HealthWait): Promise<HealthResult> {
           `did not answer GET ${w.path} with a status below 500 within ${w.timeoutMs} ms (last: ${last})`,
       };
     }
-    const result = await probe(w.port, w.path, Math.max(50, Math.min(2000, left)));
+    const result = await probe(w.port, w.path, Math.max(50, Math.min(2000, left)), w.host);
     if (typeof result === "number" && result < 500) return { ok: true };
     answered ||= typeof result === "number";
     last = typeof result === "number" ? `status ${result}` : result;

@@ -100,7 +100,11 @@ export async function planLaunch(p: PlanInput): Promise<LaunchPlan> {
   const appDir = p.layout.appDir(spec.deploymentId, spec.revisionId);
   const confined = await p.confiner.confine(spec.deploymentId, appDir, false);
   if (!confined.sandboxed) log(UNSANDBOXED_WARNING);
-  const env = { ...confined.env, ...built.env, ...spec.env };
+  const env = await p.confiner.gateDatabase(spec.deploymentId, {
+    ...confined.env,
+    ...built.env,
+    ...spec.env,
+  });
   /** Each type with its own limits (queue_* over the API's: scale-defaults.ts), logged once. */
   const launchOf = (kind: "api" | "queue", command: string): Launch => {
     const memoryMb = kind === "api" ? scale.memoryLimitMb : scale.queueMemoryLimitMb;
@@ -120,6 +124,7 @@ export async function planLaunch(p: PlanInput): Promise<LaunchPlan> {
       env: heap === undefined ? {} : { NODE_OPTIONS: heap.value },
       dataLimitBytes: memoryMb === undefined ? undefined : memoryMb * 1024 * 1024,
       cpus,
+      host: confined.network?.address,
     };
   };
   const api = launchOf("api", built.start);

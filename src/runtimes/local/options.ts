@@ -1,5 +1,5 @@
 import type { SandboxMode, UidRange } from "../../config.ts";
-import type { ProtectionOptions } from "./confine.ts";
+import type { EgressPolicy, ProtectionOptions } from "./confine.ts";
 import type { ContainerNetwork, EngineChoice } from "./containers/engine.ts";
 import type { LocalLimits } from "./limits.ts";
 
@@ -46,6 +46,8 @@ export interface LocalRuntimeOptions {
   uidRange?: UidRange;
   /** SLIPWAY_APP_PIDS_MAX: processes one deployment may run at once, builds included (default 512). */
   pidsMax?: number;
+  /** SLIPWAY_APP_EGRESS and SLIPWAY_APP_EGRESS_ALLOW, for apps in their network namespaces (docs/network.md). */
+  egress?: EgressPolicy;
   /** Where the protections' tools are (tests simulate missing ones); defaults suit a Debian host. */
   protections?: Omit<ProtectionOptions, "pidsMax">;
 }

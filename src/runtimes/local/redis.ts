@@ -35,6 +35,8 @@ export interface RedisOptions {
   stopGraceMs: number;
   startTimeoutMs: number;
   log: (line: string) => void;
+  /** Where Slipway reaches it: the deployment's namespace address (its 127.0.0.1 there); default 127.0.0.1. */
+  host?: string;
 }
 
 const MAX_BACKOFF_MS = 30_000;
@@ -87,6 +89,11 @@ export class RedisServer {
     return `redis://:${encodeURIComponent(this.o.password)}@127.0.0.1:${this.port}/0`;
   }
 
+  /** Where Slipway (not the app) reaches it: the deployment's namespace address, or 127.0.0.1. */
+  get host(): string {
+    return this.o.host ?? "127.0.0.1";
+  }
+
   get running(): boolean {
     return this.child !== undefined && !this.stopped;
   }
@@ -116,7 +123,13 @@ export class RedisServer {
     if (mb === this.o.maxMemoryMb) return;
     this.o = { ...this.o, maxMemoryMb: mb };
     const value = mb === undefined ? "0" : `${mb}mb`;
-    const [reply] = await redisCommands(this.port, this.o.password, [["CONFIG", "SET", "maxmemory", value]]);
+    const [reply] = await redisCommands(
+      this.port,
+      this.o.password,
+      [["CONFIG", "SET", "maxmemory", value]],
+      2000,
+      this.o.host,
+    );
     if (reply instanceof Error) throw new DeployError(`Redis refused the new memory limit: ${reply.message}`);
     this.o.log(`slipway: redis maxmemory is now ${mb === undefined ? "unlimited" : `${mb} MB`}`);
   }
@@ -180,9 +193,9 @@ export class RedisServer {
     while (Date.now() < deadline) {
       if (exit !== undefined) return `redis-server ${exit}${last.length ? ` (${last.at(-1)})` : ""}`;
       if (this.stopped) return "it was stopped";
-      const [pong] = await redisCommands(this.port, this.o.password, [["PING"]], 1000).catch(() => [
-        undefined,
-      ]);
+      const [pong] = await redisCommands(this.port, this.o.password, [["PING"]], 1000, this.o.host).catch(
+        () => [undefined],
+      );
       if (pong === "PONG") return undefined;
       await sleep(50);
     }

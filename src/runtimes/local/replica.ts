@@ -35,6 +35,8 @@ export type Launch =
       env?: Record<string, string>;
       dataLimitBytes?: number;
       cpus?: number;
+      /** The address its deployment's network namespace has (the edge connects there); unset: 127.0.0.1. */
+      host?: string;
     }
   | ({ kind: "container" } & ContainerLaunch);
 
@@ -127,6 +129,12 @@ export class Replica {
 
   get ready(): boolean {
     return this.state === "ready";
+  }
+
+  /** Where the edge and the health check connect (with `port`). */
+  get host(): string {
+    const { launch } = this.o;
+    return (launch.kind === "process" ? launch.host : undefined) ?? "127.0.0.1";
   }
 
   get pid(): number | undefined {
@@ -222,6 +230,7 @@ export class Replica {
     this.spawnChild(joins);
     if (this.o.healthPath === undefined) return this.settle(signal);
     return waitHealthy({
+      host: this.host,
       port: this.port,
       path: this.o.healthPath,
       timeoutMs: this.o.healthTimeoutMs,

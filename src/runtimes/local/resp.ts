@@ -52,9 +52,11 @@ export function redisCommands(
   password: string,
   commands: readonly (readonly string[])[],
   timeoutMs = 2000,
+  /** Where the server listens as Slipway reaches it: its deployment's namespace address, if any. */
+  host = "127.0.0.1",
 ): Promise<RespValue[]> {
   return new Promise((resolve, reject) => {
-    const socket = connect(port, "127.0.0.1");
+    const socket = connect(port, host);
     let buf = Buffer.alloc(0);
     const replies: RespValue[] = [];
     const want = commands.length + 1;

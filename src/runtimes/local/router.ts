@@ -226,7 +226,7 @@ export class AppsRouter {
     const headers = forwardedHeaders(req);
     const send = (fresh: boolean) => {
       const upstream = request({
-        host: "127.0.0.1",
+        host: target.host,
         port: target.port,
         method: req.method,
         path: req.url,
@@ -280,7 +280,7 @@ export class AppsRouter {
   }
 
   private splice(req: IncomingMessage, socket: Duplex, head: Buffer, target: Replica): void {
-    const upstream: Socket = connect(target.port, "127.0.0.1");
+    const upstream: Socket = connect(target.port, target.host);
     this.tunnels.add(upstream);
     let released = false;
     const done = () => {

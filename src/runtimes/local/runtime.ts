@@ -71,11 +71,17 @@ export class LocalRuntime implements Runtime {
       ...OTHER_PROTECTION_PROBES,
       containerIsolationCheck(this.containers, o.containerNetwork ?? "bridge"),
     ];
-    this.confiner = new Confiner(this.layout, o.sandbox, o.uidRange ?? { first: 200_000, last: 265_535 }, {
-      otherProbes,
-      ...o.protections,
-      pidsMax: o.pidsMax,
-    });
+    this.confiner = new Confiner(
+      this.layout,
+      o.sandbox,
+      o.uidRange ?? { first: 200_000, last: 265_535 },
+      {
+        otherProbes,
+        ...o.protections,
+        pidsMax: o.pidsMax,
+      },
+      o.egress,
+    );
     this.router = new AppsRouter(o.appsDomain);
     this.stopGraceMs = o.stopGraceMs ?? 5000;
     this.drainTimeoutMs = o.drainTimeoutMs ?? 30_000;
@@ -336,6 +342,7 @@ export class LocalRuntime implements Runtime {
     await ProcessRecord.reap(this.layout.processRecord(deploymentId), this.stopGraceMs);
     const engine = await this.containers.usable();
     if (engine !== undefined) await removeDeploymentContainers(engine, this.containers.owner, deploymentId);
+    await this.confiner.removeNetwork(deploymentId);
     await this.confiner.release(deploymentId);
     await rm(dir, { recursive: true, force: true });
   }
@@ -386,6 +393,11 @@ export class LocalRuntime implements Runtime {
     return cache?.running ? cache.uri : undefined;
   }
 
+  /** Where the host reaches the deployment's Redis (its namespace's address, or 127.0.0.1). */
+  redisHost(deploymentId: string): string | undefined {
+    return this.deployments.get(deploymentId)?.cache?.host;
+  }
+
   async close(): Promise<void> {
     this.closed = true;
     const slots = [...this.deployments.values()];
@@ -394,6 +406,7 @@ export class LocalRuntime implements Runtime {
     await Promise.all(slots.map((s) => s.settled()));
     this.deployments.clear();
     await this.confiner.close();
+    await this.confiner.closeNetworks();
     await this.router.close();
   }
 

@@ -73,10 +73,19 @@ describe("local runtime: a deployment's own Redis", { skip: noRedis || bwrapProb
     assert.equal(u.hostname, "127.0.0.1");
     assert.equal(decodeURIComponent(u.password), "p4ss-word-for-test");
     const port = Number(u.port);
-    const [maxmemory] = await redisCommands(port, "p4ss-word-for-test", [["CONFIG", "GET", "maxmemory"]]);
+    const [maxmemory] = await redisCommands(
+      port,
+      "p4ss-word-for-test",
+      [["CONFIG", "GET", "maxmemory"]],
+      2000,
+      rt.redisHost(s.deploymentId),
+    );
     assert.deepEqual(maxmemory, ["maxmemory", String(48 * 1024 * 1024)]);
     // Without the password nothing is served.
-    await assert.rejects(redisCommands(port, "wrong", [["PING"]]), /refused AUTH/);
+    await assert.rejects(
+      redisCommands(port, "wrong", [["PING"]], 2000, rt.redisHost(s.deploymentId)),
+      /refused AUTH/,
+    );
     // The password is in no argv and no log line.
     assert.ok(!ctx.text("deploy").includes("p4ss-word-for-test"));
 
@@ -111,7 +120,13 @@ describe("local runtime: a deployment's own Redis", { skip: noRedis || bwrapProb
     assert.equal(uriOf(rt, s.deploymentId).toString(), before);
     assert.deepEqual((await hit(rt, s.deploymentName, "/jobs")).json(), { jobs: ["a"] });
     const port = Number(uriOf(rt, s.deploymentId).port);
-    const [mm] = await redisCommands(port, "pw-two", [["CONFIG", "GET", "maxmemory"]]);
+    const [mm] = await redisCommands(
+      port,
+      "pw-two",
+      [["CONFIG", "GET", "maxmemory"]],
+      2000,
+      rt.redisHost(s.deploymentId),
+    );
     assert.deepEqual(mm, ["maxmemory", String(64 * 1024 * 1024)]);
 
     // A restart: a new runtime on the same data dir brings it back with its data.
@@ -121,8 +136,9 @@ describe("local runtime: a deployment's own Redis", { skip: noRedis || bwrapProb
     assert.deepEqual((await hit(again, s.deploymentName, "/jobs")).json(), { jobs: ["a"] });
 
     const newPort = Number(uriOf(again, s.deploymentId).port);
+    const newHost = again.redisHost(s.deploymentId);
     await again.teardown(s.deploymentId);
-    await assert.rejects(redisCommands(newPort, "pw-two", [["PING"]], 500));
+    await assert.rejects(redisCommands(newPort, "pw-two", [["PING"]], 500, newHost));
     assert.ok(!existsSync(join(dataDir, "apps", s.deploymentId)), "its data is gone");
   });
 

@@ -5,7 +5,7 @@ import { readdir, readFile } from "node:fs/promises";
 import { isIP } from "node:net";
 import { AddressSlots, addressesOf } from "./addresses.ts";
 import { run } from "./commands.ts";
-import { gateElement, hostTableScript, namespaceScript } from "./firewall.ts";
+import { gateElement, hostTableScript, NAMESPACE_RANGE, namespaceScript } from "./firewall.ts";
 import { PostgresGate } from "./pg-gate.ts";
 
 /**
@@ -161,13 +161,17 @@ export class NetworkNamespaces {
   }
 
   private ensureHostTable(): Promise<void> {
-    this.hostTable ??= run("nft", ["list", "table", "inet", this.table]).then(
-      () => undefined,
-      () =>
-        run("nft", ["-f", "-"], hostTableScript({ table: this.table, prefix: this.prefix })).then(
-          () => undefined,
-        ),
-    );
+    // The whole range is a blackhole but for the namespaces' own /30s: a connection to the address
+    // of a namespace that is gone fails here instead of leaving by the default route.
+    this.hostTable ??= run("ip", ["route", "replace", "blackhole", NAMESPACE_RANGE])
+      .then(() => run("nft", ["list", "table", "inet", this.table]))
+      .then(
+        () => undefined,
+        () =>
+          run("nft", ["-f", "-"], hostTableScript({ table: this.table, prefix: this.prefix })).then(
+            () => undefined,
+          ),
+      );
     this.hostTable.catch(() => {
       this.hostTable = undefined;
     });
@@ -243,6 +247,10 @@ export class NetworkNamespaces {
     const links = await run("ip", ["-o", "link", "show"]).catch(() => "");
     const inUse = links.split("\n").some((l) => l.split(": ")[1]?.startsWith(this.prefix));
     if (!inUse) await run("nft", ["delete", "table", "inet", this.table]).catch(() => undefined);
+    const addresses = await run("ip", ["-o", "-4", "addr", "show", "to", NAMESPACE_RANGE]).catch(() => "x");
+    if (addresses.trim() === "") {
+      await run("ip", ["route", "del", "blackhole", NAMESPACE_RANGE]).catch(() => undefined);
+    }
     this.hostTable = undefined;
   }
 
