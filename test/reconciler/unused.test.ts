@@ -30,7 +30,10 @@ forEachDatabase("UNUSED deployments", (suite) => {
       assert.equal(await waitForRevision(ctx.db, devRev), "DEPLOYED");
       assert.equal(await waitForRevision(ctx.db, prodRev), "DEPLOYED");
       await until("dev to be UNUSED", async () => (await deploymentRow(ctx, dev))?.status === "UNUSED");
-      assert.ok((await logLines(ctx, devRev, "deploy")).some((l) => l.includes("no request for 1 s")));
+      // The note is stored after the move commits: a reader may see UNUSED a moment before it.
+      await until("the UNUSED note in the log", async () =>
+        (await logLines(ctx, devRev, "deploy")).some((l) => l.includes("no request for 1 s")),
+      );
       // prod is idle as long, and stays READY.
       const [idle] = await rows<{ idle: boolean }>(
         ctx.db.orm,
@@ -48,7 +51,9 @@ forEachDatabase("UNUSED deployments", (suite) => {
         sql`SELECT (extract(epoch FROM last_request_at) * 1000)::float8 AS ms FROM deployments WHERE id = ${dev}`,
       );
       assert.ok(Math.abs((stored?.ms ?? 0) - at) < 2, "the request time is stored");
-      assert.ok((await logLines(ctx, devRev, "deploy")).some((l) => l.includes("READY again")));
+      await until("the READY note in the log", async () =>
+        (await logLines(ctx, devRev, "deploy")).some((l) => l.includes("READY again")),
+      );
     } finally {
       await r.stop();
     }
