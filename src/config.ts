@@ -81,6 +81,11 @@ export interface Config {
     egress: "internet" | "none";
     /** Private ranges apps may reach all the same (SLIPWAY_APP_EGRESS_ALLOW: CIDRs, comma-separated). */
     egressAllow: string[];
+    /**
+     * Package mirrors builds may always reach, whatever the egress policy (SLIPWAY_NPM_REGISTRY,
+     * SLIPWAY_PIP_INDEX_URL, SLIPWAY_PIP_EXTRA_INDEX_URL); empty: npm's own registry.
+     */
+    mirrors: string[];
   };
   reconciler: {
     enabled: boolean;
@@ -192,6 +197,22 @@ function uidRangeVar(env: Env): UidRange {
     );
   }
   return { first, last };
+}
+
+/** An http(s) URL, as a one-item list; empty when unset. */
+function urlVar(env: Env, name: string): string[] {
+  const raw = env[name]?.trim();
+  if (!raw) return [];
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new ConfigError(`${name} must be an http(s) URL, got "${raw}".`);
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") {
+    throw new ConfigError(`${name} must be an http(s) URL, got "${raw}".`);
+  }
+  return [url.href];
 }
 
 /** A comma-separated list of CIDR ranges (`10.0.0.0/8`, `fd00::/8`); empty when unset. */
@@ -469,6 +490,9 @@ export function loadConfig(env: Env = process.env): Config {
       pidsMax: intVar(env, "SLIPWAY_APP_PIDS_MAX", 512, 16, 1_000_000),
       egress: choiceVar(env, "SLIPWAY_APP_EGRESS", ["internet", "none"] as const),
       egressAllow: cidrListVar(env, "SLIPWAY_APP_EGRESS_ALLOW"),
+      mirrors: ["SLIPWAY_NPM_REGISTRY", "SLIPWAY_PIP_INDEX_URL", "SLIPWAY_PIP_EXTRA_INDEX_URL"].flatMap(
+        (name) => urlVar(env, name),
+      ),
     },
     reconciler: {
       enabled: boolVar(env, "SLIPWAY_RECONCILER", true),

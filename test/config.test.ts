@@ -86,6 +86,7 @@ describe("config", () => {
       pidsMax: 512,
       egress: "internet",
       egressAllow: [],
+      mirrors: [],
     });
     assert.equal(loadConfig({ SLIPWAY_SANDBOX: "none" }).sandbox.mode, "none");
     assert.deepEqual(loadConfig({ SLIPWAY_APP_UID_RANGE: "5000-5000" }).sandbox.uidRange, {
@@ -109,6 +110,11 @@ describe("config", () => {
     assert.equal(c.limits.buildTimeoutMs, 60_000);
     assert.equal(c.limits.buildsPerWorkspace, 3);
     assert.equal(c.limits.logLinesPerS, 200);
+    const m = loadConfig({
+      SLIPWAY_NPM_REGISTRY: "http://10.0.0.5:4873",
+      SLIPWAY_PIP_INDEX_URL: "https://pypi.internal/simple/",
+    });
+    assert.deepEqual(m.sandbox.mirrors, ["http://10.0.0.5:4873/", "https://pypi.internal/simple/"]);
     const d = loadConfig({});
     assert.equal(d.limits.buildTimeoutMs, 900_000);
     assert.equal(d.limits.buildsPerWorkspace, 2);
@@ -152,6 +158,8 @@ describe("config", () => {
     [{ SLIPWAY_APP_EGRESS_ALLOW: "10.0.0.0" }, /^SLIPWAY_APP_EGRESS_ALLOW: "10.0.0.0" is not a CIDR range/],
     [{ SLIPWAY_APP_EGRESS_ALLOW: "10.0.0.0/8,10.0.0.0/33" }, /^SLIPWAY_APP_EGRESS_ALLOW: "10.0.0.0\/33"/],
     [{ SLIPWAY_APP_EGRESS_ALLOW: "example.com/8" }, /^SLIPWAY_APP_EGRESS_ALLOW: "example.com\/8"/],
+    [{ SLIPWAY_NPM_REGISTRY: "registry.npmjs.org" }, /^SLIPWAY_NPM_REGISTRY must be an http\(s\) URL/],
+    [{ SLIPWAY_PIP_INDEX_URL: "ftp://x/simple" }, /^SLIPWAY_PIP_INDEX_URL must be an http\(s\) URL/],
     [{ SLIPWAY_APP_PIDS_MAX: "8" }, /^SLIPWAY_APP_PIDS_MAX must be between 16 and/],
     [{ SLIPWAY_BUILD_TIMEOUT_S: "0" }, /^SLIPWAY_BUILD_TIMEOUT_S must be between 1 and/],
     [{ SLIPWAY_BUILDS_PER_WORKSPACE: "0" }, /^SLIPWAY_BUILDS_PER_WORKSPACE must be between 1 and/],

@@ -40,7 +40,11 @@ export async function startReconciler(deps: AppDeps, logger: ReconcilerLogger): 
     sandbox: config.sandbox.mode,
     uidRange: config.sandbox.uidRange,
     pidsMax: config.sandbox.pidsMax,
-    egress: { egress: config.sandbox.egress, egressAllow: config.sandbox.egressAllow },
+    egress: {
+      egress: config.sandbox.egress,
+      egressAllow: config.sandbox.egressAllow,
+      mirrors: config.sandbox.mirrors,
+    },
     redisServer: config.apps.redisServer,
   });
   const appsPort = await runtime.start();

@@ -59,6 +59,8 @@ export interface Confined {
 export interface EgressPolicy {
   egress: "internet" | "none";
   egressAllow: string[];
+  /** config.sandbox.mirrors (network/allowed.ts); none given: npm's own registry. */
+  mirrors?: readonly string[];
   namespaces?: NetworkNamespaces;
 }
 
@@ -196,7 +198,7 @@ export class Confiner {
       const probe = await probeNetworkNamespaces();
       if (!probe.ok || (await this.choose()).system === undefined) return { probe };
       const { egress, egressAllow } = this.egress;
-      const allow = await allowedDestinations({ egress, egressAllow });
+      const allow = await allowedDestinations({ egress, egressAllow, mirrors: this.egress.mirrors ?? [] });
       return { probe, namespaces: this.egress.namespaces ?? new NetworkNamespaces({ egress, allow }) };
     })();
     return this.networking;

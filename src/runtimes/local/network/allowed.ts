@@ -4,36 +4,19 @@ import { resolvers } from "./namespace.ts";
 
 /**
  * What a namespace may always reach besides the edge and its gate: SLIPWAY_APP_EGRESS_ALLOW, the
- * resolvers of /etc/resolv.conf and the package mirrors (SLIPWAY_NPM_REGISTRY, SLIPWAY_PIP_*;
- * npm's configured registry otherwise), even on private addresses. Mirrors named by host name are
+ * resolvers of /etc/resolv.conf and the package mirrors (config.sandbox.mirrors: SLIPWAY_NPM_REGISTRY,
+ * SLIPWAY_PIP_INDEX_URL, SLIPWAY_PIP_EXTRA_INDEX_URL; npm's own registry otherwise), even on private addresses. Mirrors named by host name are
  * looked up once, when the runtime starts using namespaces; npm's default public registry only
  * when egress is "none" (under "internet" public addresses are reachable anyway).
  */
 
-/** The package mirror URLs the environment names (SLIPWAY_NPM_REGISTRY, SLIPWAY_PIP_*). */
-export function mirrorUrls(env: NodeJS.ProcessEnv): { configured: URL[]; npmDefault: URL | undefined } {
-  const configured: URL[] = [];
-  for (const [name, value] of Object.entries(env)) {
-    if (value === undefined || (name !== "SLIPWAY_NPM_REGISTRY" && !name.startsWith("SLIPWAY_PIP_")))
-      continue;
-    for (const part of value.split(/\s+/)) {
-      try {
-        configured.push(new URL(part));
-      } catch {
-        // Not a URL (a PIP option such as a timeout).
-      }
-    }
-  }
-  const hasNpm = env.SLIPWAY_NPM_REGISTRY !== undefined && env.SLIPWAY_NPM_REGISTRY !== "";
-  let npmDefault: URL | undefined;
-  if (!hasNpm) {
-    try {
-      npmDefault = new URL(env.npm_config_registry || "https://registry.npmjs.org/");
-    } catch {
-      npmDefault = undefined;
-    }
-  }
-  return { configured, npmDefault };
+/** The package mirrors as URLs: the configured ones, else npm's own registry. */
+export function mirrorUrls(mirrors: readonly string[]): { configured: URL[]; npmDefault: URL | undefined } {
+  const configured = mirrors.map((m) => new URL(m));
+  return {
+    configured,
+    npmDefault: configured.length === 0 ? new URL("https://registry.npmjs.org/") : undefined,
+  };
 }
 
 /** Addresses of a URL's host: the literal itself, or (when `resolve` is set) what it resolves to. */
@@ -46,7 +29,8 @@ async function addressesOf(url: URL, resolve: (host: string) => Promise<string[]
 export interface AllowInput {
   egress: "internet" | "none";
   egressAllow: string[];
-  env?: NodeJS.ProcessEnv;
+  /** config.sandbox.mirrors: the package mirrors builds may always reach. */
+  mirrors: readonly string[];
   resolvConf?: string;
   /** Host name → addresses (tests give their own; the default asks the system resolver). */
   resolve?: (host: string) => Promise<string[]>;
@@ -56,7 +40,7 @@ const systemResolve = async (host: string) => (await lookup(host, { all: true })
 
 export async function allowedDestinations(a: AllowInput): Promise<string[]> {
   const resolve = a.resolve ?? systemResolve;
-  const { configured, npmDefault } = mirrorUrls(a.env ?? process.env);
+  const { configured, npmDefault } = mirrorUrls(a.mirrors);
   const urls = [...configured];
   if (npmDefault !== undefined && (a.egress === "none" || isIP(npmDefault.hostname) !== 0))
     urls.push(npmDefault);
