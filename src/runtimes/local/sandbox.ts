@@ -8,7 +8,8 @@ import type { SandboxMode } from "../../config.ts";
 /**
  * Every build command and app process runs in a bubblewrap sandbox (README "Sandbox"): its own
  * mount, PID, IPC and UTS namespaces; the system read-only; its revision at /app and its
- * deployment's HOME at /home/app; nothing else of the host. The network stays the host's.
+ * deployment's HOME at /home/app; nothing else of the host. Its network namespace is the deployment's
+ * own (network/, joined by nsenter before bwrap starts), with a seccomp filter and a pids limit.
  */
 
 /** Where a sandboxed command sees its revision's source tree, and its deployment's HOME. */
