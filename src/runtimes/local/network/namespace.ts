@@ -1,4 +1,3 @@
-// Why over 300 lines: no.
 import { createHash } from "node:crypto";
 import { existsSync, readFileSync } from "node:fs";
 import { readdir, readFile } from "node:fs/promises";
