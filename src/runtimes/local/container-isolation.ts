@@ -182,9 +182,9 @@ export const PRIVATE_V6 = ["::1/128", "fc00::/7", "fe80::/10", "ff00::/8"];
 /** SLIPWAY_APP_EGRESS and SLIPWAY_APP_EGRESS_ALLOW as containers apply them. */
 export interface ContainerEgress {
   mode: "internet" | "none";
-  /** CIDRs reachable even in private ranges. */
+  /** CIDRs reachable even in private ranges, and under "none". */
   allow: string[];
-  /** Resolvers (from /etc/resolv.conf) reachable on port 53 while egress is "internet". */
+  /** Resolvers (from /etc/resolv.conf) reachable on port 53, under both modes. */
   resolvers: string[];
 }
 
@@ -225,25 +225,27 @@ export function firewallRules(table: string, egress: ContainerEgress): string {
     "    iifname $IFACE ct state established,related accept",
     "    iifname $IFACE oifname $IFACE accept",
   ];
+  // Resolvers and allowed ranges pass under both modes (as in the namespaces of docs/network.md):
+  // `none` closes the internet, not the operator's own services.
+  const resolvers4 = egress.resolvers.filter((a) => !v6(a));
+  const resolvers6 = egress.resolvers.filter(v6);
+  for (const [family, list] of [
+    ["ip", resolvers4],
+    ["ip6", resolvers6],
+  ] as const) {
+    if (list.length > 0) {
+      lines.push(
+        `    iifname $IFACE ${family} daddr ${set(list)} meta l4proto { tcp, udp } th dport 53 accept`,
+      );
+    }
+  }
+  const allow4 = egress.allow.filter((a) => !v6(a));
+  const allow6 = egress.allow.filter(v6);
+  if (allow4.length > 0) lines.push(`    iifname $IFACE ip daddr ${set(allow4)} accept`);
+  if (allow6.length > 0) lines.push(`    iifname $IFACE ip6 daddr ${set(allow6)} accept`);
   if (egress.mode === "none") {
     lines.push("    iifname $IFACE drop");
   } else {
-    const resolvers4 = egress.resolvers.filter((a) => !v6(a));
-    const resolvers6 = egress.resolvers.filter(v6);
-    for (const [family, list] of [
-      ["ip", resolvers4],
-      ["ip6", resolvers6],
-    ] as const) {
-      if (list.length > 0) {
-        lines.push(
-          `    iifname $IFACE ${family} daddr ${set(list)} meta l4proto { tcp, udp } th dport 53 accept`,
-        );
-      }
-    }
-    const allow4 = egress.allow.filter((a) => !v6(a));
-    const allow6 = egress.allow.filter(v6);
-    if (allow4.length > 0) lines.push(`    iifname $IFACE ip daddr ${set(allow4)} accept`);
-    if (allow6.length > 0) lines.push(`    iifname $IFACE ip6 daddr ${set(allow6)} accept`);
     lines.push(`    iifname $IFACE ip daddr ${set(PRIVATE_V4)} drop`);
     lines.push(`    iifname $IFACE ip6 daddr ${set(PRIVATE_V6)} drop`);
   }

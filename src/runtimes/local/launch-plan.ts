@@ -1,7 +1,7 @@
 import { availableParallelism } from "node:os";
 import type { RevisionSpec } from "../interface.ts";
 import type { BuildRecord } from "./app-config.ts";
-import { type Confiner, UNSANDBOXED_WARNING } from "./confine.ts";
+import { type Confiner, type EgressPolicy, UNSANDBOXED_WARNING } from "./confine.ts";
 import { containerLaunches } from "./container.ts";
 import type { ContainerNetwork, EngineFinder } from "./containers/engine.ts";
 import { noEngineMessage } from "./containers/revision.ts";
@@ -34,6 +34,8 @@ export interface PlanInput {
   confiner: Confiner;
   containers: EngineFinder;
   network: ContainerNetwork;
+  /** SLIPWAY_APP_EGRESS and SLIPWAY_APP_EGRESS_ALLOW: containers' firewall applies them (default: internet). */
+  egress?: EgressPolicy;
   /** Upper bound on replicas (LocalRuntimeOptions.maxScale). */
   maxScale: number;
   stopGraceMs: number;
@@ -83,6 +85,7 @@ export async function planLaunch(p: PlanInput): Promise<LaunchPlan> {
       revisionId: spec.revisionId,
       owner: p.containers.owner,
       network: p.network,
+      egress: p.egress && { mode: p.egress.egress, allow: p.egress.egressAllow },
       envDir: p.layout.revisionDir(spec.deploymentId, spec.revisionId),
       resources,
       stopGraceMs: p.stopGraceMs,

@@ -203,6 +203,7 @@ export class LocalRuntime implements Runtime {
       confiner: this.confiner,
       containers: this.containers,
       network: this.o.containerNetwork ?? "bridge",
+      egress: this.o.egress,
       maxScale: this.maxScale,
       stopGraceMs: this.stopGraceMs,
       log,

@@ -298,7 +298,7 @@ describe("container isolation: settings", () => {
     assert.deepEqual(resolversOf(conf), ["10.0.0.53", "fd00::35"]);
   });
 
-  it("the firewall: private ranges denied, allowed ranges and resolvers let through; none drops all", () => {
+  it("the firewall: private ranges denied, allowed ranges and resolvers let through; none drops all else", () => {
     const internet = firewallRules("t", {
       mode: "internet",
       allow: ["10.20.0.0/16", "fd12::/16"],
@@ -315,7 +315,9 @@ describe("container isolation: settings", () => {
     );
     assert.match(internet, /ip daddr \{ 10\.0\.0\.53 \} meta l4proto \{ tcp, udp \} th dport 53 accept/);
     const none = firewallRules("t", { mode: "none", allow: ["10.20.0.0/16"], resolvers: ["10.0.0.53"] });
-    assert.match(none, /iifname \$IFACE oifname \$IFACE accept\n\s*iifname \$IFACE drop/);
-    assert.doesNotMatch(none, /10\.20\.0\.0|10\.0\.0\.53/);
+    // none: the allowed range and the resolvers still pass, then everything else is dropped.
+    assert.match(none, /ip daddr \{ 10\.20\.0\.0\/16 \} accept\n\s*iifname \$IFACE drop\n\s*\}/);
+    assert.match(none, /ip daddr \{ 10\.0\.0\.53 \} meta l4proto \{ tcp, udp \} th dport 53 accept/);
+    assert.doesNotMatch(none, /169\.254/);
   });
 });
