@@ -156,5 +156,12 @@ forEachDatabase(
       }
     });
   },
-  { env: { ...e2eEnv(git.root, appsPort), SLIPWAY_PUBLIC_URL: `http://127.0.0.1:${apiPort}` } },
+  {
+    env: {
+      ...e2eEnv(git.root, appsPort),
+      SLIPWAY_PUBLIC_URL: `http://127.0.0.1:${apiPort}`,
+      // The app prints its whole filler at once: over the default rate, most lines would be dropped.
+      SLIPWAY_LOG_LINES_PER_S: String(FILLER * 10),
+    },
+  },
 );
