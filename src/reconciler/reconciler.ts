@@ -8,7 +8,7 @@ import { removeDeployment } from "../resources/deployments/store.ts";
 import type { Runtime } from "../runtimes/interface.ts";
 import { type ImageBuilder, RemoteRuntime } from "../runtimes/remote/runtime.ts";
 import { AppDatabases } from "./app-database.ts";
-import { type ClaimedRevision, claimRevisions } from "./claims.ts";
+import { type ClaimedRevision, claimRevisions } from "./claims/store.ts";
 import type { Job, ReconcilerLogger, Worker } from "./context.ts";
 import { drive } from "./driver.ts";
 import { LostClaim } from "./errors.ts";

@@ -1,10 +1,10 @@
 import assert from "node:assert/strict";
 import { afterEach, it } from "node:test";
 import { sql } from "drizzle-orm";
-import { rows } from "../../src/db/client.ts";
-import { claimRevisions } from "../../src/reconciler/claims.ts";
-import { forEachDatabase, type TestContext } from "../helpers/harness.ts";
-import { insertDeployment, queueRevision } from "../helpers/reconciler.ts";
+import { rows } from "../../../src/db/client.ts";
+import { claimRevisions } from "../../../src/reconciler/claims/store.ts";
+import { forEachDatabase, type TestContext } from "../../helpers/harness.ts";
+import { insertDeployment, queueRevision } from "../../helpers/reconciler.ts";
 
 const LEASE_MS = 60_000;
 
