@@ -1,13 +1,12 @@
 // What every client does with a revision: wait for it to end, follow its logs. Browser-safe.
 import { type LogLine, type Revision, type Slipway, unwrap } from "./client.ts";
 import { openStream, type SseEvent } from "./sse.ts";
+import { FAILED_STATUSES } from "./statuses.ts";
 
 /** The statuses a revision ends in: it changes no more. */
 export const TERMINAL_STATUSES: ReadonlySet<string> = new Set([
   "DEPLOYED",
-  "CREATE_FAILED",
-  "BUILD_FAILED",
-  "DEPLOY_FAILED",
+  ...FAILED_STATUSES,
   "SKIPPED",
   "INTERRUPTED",
 ]);

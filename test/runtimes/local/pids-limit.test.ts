@@ -4,19 +4,11 @@ import { join } from "node:path";
 import { after, describe, it } from "node:test";
 import { controllerSupport } from "../../../src/runtimes/local/cgroup.ts";
 import { choosePidsLimit } from "../../../src/runtimes/local/pids-limit.ts";
-import { hostSystem, probeBwrap } from "../../../src/runtimes/local/sandbox.ts";
+import { bwrapSkip, root } from "../../helpers/bwrap.ts";
 import { cleanupTemp, newRuntime, phase, spec, tempDir, writeApp } from "../../helpers/local-runtime.ts";
 
-const root = process.getuid?.() === 0;
 const RANGE = { first: 312_000, last: 312_099 };
-const bwrapProblem = await probeBwrap(
-  hostSystem(),
-  root ? { uid: RANGE.first, gid: RANGE.first } : undefined,
-);
-if (bwrapProblem !== undefined && process.env.CI === "true") {
-  throw new Error(`bubblewrap must work in CI: ${bwrapProblem}`);
-}
-const skip = bwrapProblem === undefined ? false : `bubblewrap is not usable here: ${bwrapProblem}`;
+const skip = await bwrapSkip(RANGE);
 const pidsCgroup = await controllerSupport("pids");
 
 /**

@@ -9,19 +9,11 @@ import {
   runProbes,
   startRefusal,
 } from "../../../src/runtimes/local/protections.ts";
-import { hostSystem, probeBwrap } from "../../../src/runtimes/local/sandbox.ts";
+import { bwrapSkip } from "../../helpers/bwrap.ts";
 import { cleanupTemp, newRuntime, phase, spec, tempDir, writeApp } from "../../helpers/local-runtime.ts";
 
-const root = process.getuid?.() === 0;
 const RANGE = { first: 314_000, last: 314_099 };
-const bwrapProblem = await probeBwrap(
-  hostSystem(),
-  root ? { uid: RANGE.first, gid: RANGE.first } : undefined,
-);
-if (bwrapProblem !== undefined && process.env.CI === "true") {
-  throw new Error(`bubblewrap must work in CI: ${bwrapProblem}`);
-}
-const skip = bwrapProblem === undefined ? false : `bubblewrap is not usable here: ${bwrapProblem}`;
+const skip = await bwrapSkip(RANGE);
 
 const NO_PYTHON = { python: "python3-not-installed" };
 const NO_PIDS = { pidsCgroups: false, prlimit: "prlimit-not-installed" };

@@ -6,7 +6,7 @@ import { after, describe, it } from "node:test";
 import { DeployError } from "../../../src/runtimes/interface.ts";
 import { NO_SANDBOX_REFUSAL, UNSANDBOXED_WARNING } from "../../../src/runtimes/local/confine.ts";
 import { takePort } from "../../../src/runtimes/local/ports.ts";
-import { hostSystem, probeBwrap } from "../../../src/runtimes/local/sandbox.ts";
+import { bwrapSkip, root } from "../../helpers/bwrap.ts";
 import {
   alive,
   cleanupTemp,
@@ -20,17 +20,8 @@ import {
 } from "../../helpers/local-runtime.ts";
 import { PROBE_APP_JS, type ProbeAnswer, probeQuery } from "../../helpers/probe-app.ts";
 
-const root = process.getuid?.() === 0;
 const RANGE = { first: 310_000, last: 310_099 };
-const bwrapProblem = await probeBwrap(
-  hostSystem(),
-  root ? { uid: RANGE.first, gid: RANGE.first } : undefined,
-);
-// CI installs bubblewrap: there these tests must run, never be skipped.
-if (bwrapProblem !== undefined && process.env.CI === "true") {
-  throw new Error(`bubblewrap must work in CI: ${bwrapProblem}`);
-}
-const skip = bwrapProblem === undefined ? false : `bubblewrap is not usable here: ${bwrapProblem}`;
+const skip = await bwrapSkip(RANGE);
 
 /** Host processes whose real uid is `uid`. */
 function processesOf(uid: number): number[] {

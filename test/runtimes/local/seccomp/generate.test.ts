@@ -2,21 +2,13 @@ import assert from "node:assert/strict";
 import { existsSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
-import { hostSystem, probeBwrap } from "../../../../src/runtimes/local/sandbox.ts";
 import { generateSeccompFilter } from "../../../../src/runtimes/local/seccomp/generate.ts";
 import { DENIED_SYSCALLS } from "../../../../src/runtimes/local/seccomp/profile.ts";
+import { bwrapSkip } from "../../../helpers/bwrap.ts";
 import { cleanupTemp, newRuntime, phase, spec, tempDir, writeApp } from "../../../helpers/local-runtime.ts";
 
-const root = process.getuid?.() === 0;
 const RANGE = { first: 313_000, last: 313_099 };
-const bwrapProblem = await probeBwrap(
-  hostSystem(),
-  root ? { uid: RANGE.first, gid: RANGE.first } : undefined,
-);
-if (bwrapProblem !== undefined && process.env.CI === "true") {
-  throw new Error(`bubblewrap must work in CI: ${bwrapProblem}`);
-}
-const skip = bwrapProblem === undefined ? false : `bubblewrap is not usable here: ${bwrapProblem}`;
+const skip = await bwrapSkip(RANGE);
 
 /** keyctl(KEYCTL_GET_KEYRING_ID, KEY_SPEC_SESSION_KEYRING, 0) by number: no keyutils needed. */
 const KEYCTL_NR: Partial<Record<NodeJS.Architecture, number>> = { x64: 250, arm64: 219 };
