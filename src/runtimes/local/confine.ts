@@ -1,3 +1,5 @@
+// Why over 300 lines: one Confiner decides, for every command a deployment runs, its sandbox, uid, pids group,
+// seccomp filter and network namespace together; split apart, each start would have to re-derive the others.
 import { execFile } from "node:child_process";
 import { chmod, chown, lchown, mkdir, readdir, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
