@@ -43,7 +43,7 @@ describe("local runtime: containers", () => {
   const images = engine === undefined ? undefined : new TestImages(engine);
   const runtimes: LocalRuntime[] = [];
   const runtime = (opts: Parameters<typeof newRuntime>[1] = {}, dataDir = tempDir()) => {
-    const rt = newRuntime(dataDir, { healthTimeoutMs: 20_000, ...opts });
+    const rt = newRuntime(dataDir, { healthTimeoutMs: 90_000, ...opts });
     runtimes.push(rt);
     return rt;
   };
