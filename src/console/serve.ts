@@ -3,8 +3,8 @@
 // the hosted service's console links (/o/{org}/[host/]deployments/{id}), redirected to the console.
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
+import { notFound } from "../core/errors.ts";
 import { isUuid } from "../db/ids.ts";
-import { HttpError } from "../http/errors.ts";
 import type { App } from "../http/types.ts";
 import { buildConsole, CONSOLE_DIST, consoleBuilt } from "./build.ts";
 
@@ -88,7 +88,7 @@ export async function consoleRoutes(app: App): Promise<void> {
   for (const path of ["/o/:org/host/deployments/:id", "/o/:org/deployments/:id"]) {
     app.get<{ Params: { org: string; id: string } }>(path, opts, async (request, reply) => {
       const { org, id } = request.params;
-      if (!isUuid(org) || !isUuid(id)) throw new HttpError(404, "No such deployment link.");
+      if (!isUuid(org) || !isUuid(id)) throw notFound("No such deployment link.");
       return reply.redirect(`${basePath}/console/#/deployments/${id.toLowerCase()}`, 302);
     });
   }

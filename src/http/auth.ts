@@ -1,4 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from "fastify";
+import type { Principal, WorkspaceCaller } from "../core/callers.ts";
+import { forbidden, unauthorized } from "../core/errors.ts";
 import { AUTH_CHANNEL } from "../db/channels.ts";
 import type { Database } from "../db/client.ts";
 import { isUuid } from "../db/ids.ts";
@@ -6,32 +8,7 @@ import type { Role } from "../db/schema/identity.ts";
 import { hashApiKey } from "../resources/api-keys/key-material.ts";
 import { type KeyRow, keyByHash } from "../resources/api-keys/store.ts";
 import { AuthCache } from "./auth-cache.ts";
-import { forbidden, unauthorized } from "./errors.ts";
 import { READ_METHODS } from "./types.ts";
-
-/** Who is calling, resolved once per request by the auth hook. */
-export interface Principal {
-  keyId: string;
-  organizationId: string;
-  role: Role;
-  isSystem: boolean;
-  /** The workspace the key is bound to, if any. */
-  boundWorkspaceId: string | null;
-  /** A listener key's listener (role `listener`), else null. */
-  listenerId: string | null;
-  /** The workspace this request acts in, or null with the reason in `tenantError`. */
-  workspaceId: string | null;
-  tenantError: string | null;
-}
-
-/** A caller acting in one workspace (what `workspaceOf` resolves): deployments, revisions, uploads. */
-export interface WorkspaceCaller {
-  organizationId: string;
-  workspaceId: string;
-}
-
-/** A caller acting on its organization, held to the workspace its key is bound to (if any). */
-export type OrganizationCaller = Pick<Principal, "organizationId" | "boundWorkspaceId">;
 
 /** Per-route access rules, declared in the route's `config.auth`. */
 export interface RouteAuth {
@@ -59,6 +36,9 @@ declare module "fastify" {
     auth?: RouteAuth;
   }
 }
+
+/** How a client answers a 401 from the API. */
+const API_KEY_CHALLENGE = 'ApiKey header="X-Api-Key"';
 
 /** A listener key ranks below every role: it passes only the routes marked `listener`. */
 const RANK: Record<Role, number> = { listener: -1, viewer: 0, member: 1, admin: 2 };
@@ -117,7 +97,7 @@ export async function registerAuth(app: FastifyInstance, db: Database): Promise<
     const rules = request.routeOptions.config?.auth;
     if (rules?.public || request.routeOptions.url === undefined) return done();
     const key = apiKeyOf(request);
-    if (key === undefined) return done(unauthorized("Missing API key: send X-Api-Key."));
+    if (key === undefined) return done(unauthorized("Missing API key: send X-Api-Key.", API_KEY_CHALLENGE));
     const rawTenant = request.headers["x-tenant-id"];
     const tenantHeader = typeof rawTenant === "string" && rawTenant !== "" ? rawTenant : undefined;
     const tenant = tenantHeader && isUuid(tenantHeader) ? tenantHeader.toLowerCase() : null;
@@ -141,7 +121,7 @@ function admit(
   row: KeyRow | undefined,
   tenantHeader: string | undefined,
 ): Error | undefined {
-  if (!row || row.revoked) return unauthorized("Invalid or revoked API key.");
+  if (!row || row.revoked) return unauthorized("Invalid or revoked API key.", API_KEY_CHALLENGE);
   const resolved = resolveTenant(row, tenantHeader);
   // A tenant the key cannot use is refused on every route, so a typo never silently falls back.
   if (tenantHeader !== undefined && resolved.tenantError) return forbidden(resolved.tenantError);
@@ -173,7 +153,7 @@ function admit(
 
 /** The caller, on a route that is not public. */
 export function principalOf(request: FastifyRequest): Principal {
-  if (!request.principal) throw unauthorized("Missing API key: send X-Api-Key.");
+  if (!request.principal) throw unauthorized("Missing API key: send X-Api-Key.", API_KEY_CHALLENGE);
   return request.principal;
 }
 

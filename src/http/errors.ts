@@ -1,13 +1,6 @@
 import { type Static, Type } from "@sinclair/typebox";
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import {
-  HostUnavailable,
-  InstallationNotFound,
-  IntegrationNotFound,
-  RefNotFound,
-  RepoNotFound,
-} from "../codehost/errors.ts";
-import { UploadNotFound } from "../resources/uploads/errors.ts";
+import { DomainError, FieldsInvalid, type Refusal } from "../core/errors.ts";
 
 /** One entry of a 422 body, FastAPI style: where (`loc`), what (`msg`), and a machine `type`. */
 export const ValidationItem = Type.Object({
@@ -36,42 +29,26 @@ export class HttpError extends Error {
   }
 }
 
-export class ValidationFailed extends HttpError {
-  constructor(readonly items: ValidationItem[]) {
-    super(422, items.map((i) => `${i.loc.join(".")}: ${i.msg}`).join("; "));
-  }
-}
+/** The status of each kind of domain error: the one place a refusal becomes a status code. */
+const STATUS: Record<Refusal, number> = {
+  bad_request: 400,
+  unauthorized: 401,
+  forbidden: 403,
+  not_found: 404,
+  conflict: 409,
+  gone: 410,
+  precondition_failed: 412,
+  too_large: 413,
+  unsupported_media_type: 415,
+  invalid: 422,
+  rate_limited: 429,
+  bad_gateway: 502,
+  unavailable: 503,
+};
 
-export const badRequest = (msg: string) => new HttpError(400, msg);
-export const unauthorized = (msg: string) =>
-  new HttpError(401, msg, { "www-authenticate": 'ApiKey header="X-Api-Key"' });
-export const forbidden = (msg: string) => new HttpError(403, msg);
-export const notFound = (msg: string) => new HttpError(404, msg);
-export const conflict = (msg: string) => new HttpError(409, msg);
-export const preconditionFailed = (msg: string) => new HttpError(412, msg);
-export const badGateway = (msg: string) => new HttpError(502, msg);
-
-/** A 422 for one field; `loc` starts with the request part: "body", "query", "path", "header". */
-export function invalid(loc: (string | number)[], msg: string, type = "value_error"): ValidationFailed {
-  return new ValidationFailed([{ loc, msg, type }]);
-}
-
-/**
- * Lower layers' own errors and the status each means when nothing above them said otherwise
- * (a service that knows which request field is at fault turns one into a 422 itself).
- */
-const DOMAIN_STATUS: [new (message: string) => Error, number][] = [
-  [HostUnavailable, 502],
-  [IntegrationNotFound, 404],
-  [RepoNotFound, 404],
-  [RefNotFound, 404],
-  [InstallationNotFound, 404],
-  [UploadNotFound, 404],
-];
-
-/** The status a lower layer's error maps to; undefined for anything that is not one (a fault: 500). */
+/** The status a domain error maps to; undefined for anything that is not one (a fault: 500). */
 export function domainStatus(err: unknown): number | undefined {
-  return DOMAIN_STATUS.find(([cls]) => err instanceof cls)?.[1];
+  return err instanceof DomainError ? STATUS[err.kind] : undefined;
 }
 
 const PART: Record<string, string> = {
@@ -127,7 +104,7 @@ function ajvToItems(context: string | undefined, errors: AjvError[]): Validation
 export function registerErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler(
     (error: FastifyError | HttpError | Error, request: FastifyRequest, reply: FastifyReply) => {
-      if (error instanceof ValidationFailed) {
+      if (error instanceof FieldsInvalid) {
         return reply.code(422).send({ detail: error.items });
       }
       if (error instanceof HttpError) {
@@ -137,6 +114,8 @@ export function registerErrorHandling(app: FastifyInstance): void {
       }
       const domain = domainStatus(error);
       if (domain !== undefined) {
+        if (error instanceof DomainError && error.challenge)
+          reply.header("www-authenticate", error.challenge);
         if (domain >= 500) request.log.warn({ err: error }, "upstream or availability error");
         return reply.code(domain).send({ detail: error.message });
       }

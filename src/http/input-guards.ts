@@ -1,5 +1,5 @@
 import type { FastifyInstance } from "fastify";
-import { ValidationFailed, type ValidationItem } from "./errors.ts";
+import { type FieldProblem, FieldsInvalid } from "../core/errors.ts";
 
 /** Deeper than any body of this API; deeper ones are refused before anything walks them. */
 export const MAX_JSON_DEPTH = 32;
@@ -35,8 +35,8 @@ function textProblem(s: string): { msg: string; type: string } | null {
  * jsonb; numbers beyond the safe-integer range lose precision in JavaScript. Iterative, so a
  * deeply nested body cannot exhaust the stack.
  */
-export function inputProblems(part: string, value: unknown): ValidationItem[] {
-  const items: ValidationItem[] = [];
+export function inputProblems(part: string, value: unknown): FieldProblem[] {
+  const items: FieldProblem[] = [];
   const stack: { value: unknown; loc: Loc }[] = [{ value, loc: [part] }];
   while (stack.length > 0 && items.length < 20) {
     const { value: v, loc } = stack.pop() as { value: unknown; loc: Loc };
@@ -107,6 +107,6 @@ export function registerInputGuards(app: FastifyInstance): void {
       ...inputProblems("query", query),
       ...(checksBody ? inputProblems("body", body) : []),
     ];
-    done(items.length > 0 ? new ValidationFailed(items) : undefined);
+    done(items.length > 0 ? new FieldsInvalid(items) : undefined);
   });
 }

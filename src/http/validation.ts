@@ -1,9 +1,9 @@
 import Ajv from "ajv";
 import addFormats from "ajv-formats";
 import type { FastifyInstance, FastifySchema, FastifySchemaValidationError } from "fastify";
+import { INT32_MAX } from "../core/shapes.ts";
 import { registerInputGuards } from "./input-guards.ts";
 import { lazyValidator, type Validate } from "./lazy-schemas.ts";
-import { INT32_MAX } from "./schemas.ts";
 
 function makeAjv(coerce: boolean) {
   const ajv = new Ajv.default({

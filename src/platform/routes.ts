@@ -1,6 +1,6 @@
 import { Type } from "@sinclair/typebox";
 import type { Registry } from "prom-client";
-import { HttpError } from "../http/errors.ts";
+import { unavailable } from "../core/errors.ts";
 import type { App } from "../http/types.ts";
 
 /** Health, metrics and the OpenAPI document: no API key, so probes and tools can reach them. */
@@ -19,7 +19,7 @@ export async function platformRoutes(app: App, opts: { metrics: Registry }): Pro
       try {
         await app.deps.db.ping();
       } catch {
-        throw new HttpError(503, "Database is unreachable.");
+        throw unavailable("Database is unreachable.");
       }
       return { ok: true };
     },

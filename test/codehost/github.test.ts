@@ -6,9 +6,9 @@ import { cloneSourceFor } from "../../src/codehost/clone.ts";
 import { HostUnavailable } from "../../src/codehost/errors.ts";
 import type { GithubApp } from "../../src/codehost/github/client.ts";
 import { GithubDriver, installationAccount } from "../../src/codehost/github/driver.ts";
+import { FieldsInvalid } from "../../src/core/errors.ts";
 import { integrations } from "../../src/db/schema/codehost.ts";
 import type { AppDeps } from "../../src/deps.ts";
-import { ValidationFailed } from "../../src/http/errors.ts";
 import { verifyCodehost } from "../../src/resources/deployments/source-rules.ts";
 import { GithubStandin, generateAppKeys, manyRepos } from "../helpers/github-standin.ts";
 
@@ -171,7 +171,7 @@ forEachDatabase(
       ];
       for (const [input, loc] of cases) {
         await assert.rejects(verifySource(app.deps, orgId, input), (err: unknown) => {
-          assert.ok(err instanceof ValidationFailed, String(err));
+          assert.ok(err instanceof FieldsInvalid, String(err));
           assert.deepEqual(err.items[0]?.loc, loc);
           return true;
         });

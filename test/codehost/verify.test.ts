@@ -8,9 +8,9 @@ import { before, it } from "node:test";
 import { pathToFileURL } from "node:url";
 import { cloneSourceFor } from "../../src/codehost/clone.ts";
 import { HostUnavailable, IntegrationNotFound, RepoNotFound } from "../../src/codehost/errors.ts";
+import { FieldsInvalid } from "../../src/core/errors.ts";
 import { integrations } from "../../src/db/schema/codehost.ts";
 import type { AppDeps } from "../../src/deps.ts";
-import { ValidationFailed } from "../../src/http/errors.ts";
 import { verifyCodehost } from "../../src/resources/deployments/source-rules.ts";
 import { makeGitRoot } from "../helpers/git-fixtures.ts";
 import { forEachDatabase } from "../helpers/harness.ts";
@@ -25,7 +25,7 @@ const BASE = "/v1/integrations/forge/codehost";
 /** Asserts a 422 whose single item names `loc`. */
 async function rejectsAt(promise: Promise<unknown>, loc: string[]): Promise<void> {
   await assert.rejects(promise, (err: unknown) => {
-    assert.ok(err instanceof ValidationFailed, `expected a 422, got ${String(err)}`);
+    assert.ok(err instanceof FieldsInvalid, `expected a 422, got ${String(err)}`);
     assert.deepEqual(
       err.items.map((i) => i.loc),
       [loc],

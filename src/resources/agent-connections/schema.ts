@@ -1,5 +1,5 @@
 import { type Static, Type } from "@sinclair/typebox";
-import { DateTime, Nullable, Uuid } from "../../http/schemas.ts";
+import { DateTime, Nullable, Uuid } from "../../core/shapes.ts";
 import { AgentId } from "../oauth-tokens/schema.ts";
 
 export const AgentParams = Type.Object({ agent_id: AgentId });

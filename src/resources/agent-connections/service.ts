@@ -1,8 +1,8 @@
 import { randomUUID } from "node:crypto";
+import { conflict, notFound } from "../../core/errors.ts";
+import { iso } from "../../core/shapes.ts";
 import type { Executor } from "../../db/client.ts";
 import { isUniqueViolation } from "../../db/errors.ts";
-import { conflict, notFound } from "../../http/errors.ts";
-import { iso } from "../../http/schemas.ts";
 import { inAuditedTransaction } from "../audit-log/scope.ts";
 import type { ProviderRow } from "../oauth-providers/store.ts";
 import { visibleToken } from "../oauth-tokens/service.ts";

@@ -1,7 +1,7 @@
 import { Type } from "@sinclair/typebox";
+import { IdParams } from "../../core/shapes.ts";
 import { AUTH_CHANNEL } from "../../db/channels.ts";
 import { principalOf } from "../../http/auth.ts";
-import { IdParams } from "../../http/schemas.ts";
 import type { App } from "../../http/types.ts";
 import { ApiKey, ApiKeyCreated, CreateApiKeyBody } from "./schema.ts";
 import { createApiKey, listApiKeys, revokeApiKey } from "./service.ts";

@@ -1,5 +1,5 @@
 import { type Static, Type } from "@sinclair/typebox";
-import { DateTime, Nullable, Uuid } from "../../http/schemas.ts";
+import { DateTime, Nullable, Uuid } from "../../core/shapes.ts";
 
 export const RoleSchema = Type.Union([
   Type.Literal("admin"),

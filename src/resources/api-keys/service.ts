@@ -1,8 +1,8 @@
+import type { OrganizationCaller } from "../../core/callers.ts";
+import { forbidden, invalid, notFound } from "../../core/errors.ts";
+import { iso } from "../../core/shapes.ts";
 import type { Executor } from "../../db/client.ts";
 import type { Role } from "../../db/schema/identity.ts";
-import type { OrganizationCaller } from "../../http/auth.ts";
-import { forbidden, invalid, notFound } from "../../http/errors.ts";
-import { iso } from "../../http/schemas.ts";
 import { inAuditedTransaction } from "../audit-log/scope.ts";
 import { listenerOfOrganization } from "../listeners/store.ts";
 import { isWorkspaceOf } from "../workspaces/store.ts";

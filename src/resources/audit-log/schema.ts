@@ -1,5 +1,5 @@
 import { type Static, Type } from "@sinclair/typebox";
-import { DateTime, Nullable, QueryLimit, QueryOffset, StringEnum, Uuid } from "../../http/schemas.ts";
+import { DateTime, Nullable, QueryLimit, QueryOffset, StringEnum, Uuid } from "../../core/shapes.ts";
 
 export const AuditRecord = Type.Object({
   id: Uuid,

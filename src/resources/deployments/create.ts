@@ -1,11 +1,12 @@
 import { randomUUID } from "node:crypto";
 import type { CodehostConfig } from "../../codehost/drivers.ts";
 import type { Config } from "../../config.ts";
+import type { WorkspaceCaller } from "../../core/callers.ts";
+import { conflict, FieldsInvalid } from "../../core/errors.ts";
 import type { Keyring } from "../../crypto/envelope.ts";
 import type { Database } from "../../db/client.ts";
 import { constraintOf, isUniqueViolation } from "../../db/errors.ts";
-import type { WorkspaceCaller } from "../../http/auth.ts";
-import { conflict, ValidationFailed, type ValidationItem } from "../../http/errors.ts";
+import type { ValidationItem } from "../../http/errors.ts";
 import { attachTracingProject } from "../tracing-projects/store.ts";
 import { verifyUploadedTarball } from "../uploads/verify.ts";
 import { claimIdempotencyKey, requestHash, saveIdempotentResponse } from "./idempotency.ts";
@@ -94,7 +95,7 @@ export async function createDeployment(
   items.push(...checkSecretReferencesFor(body.source, refs, new Set(secrets.map((s) => s.name))));
   items.push(...checkResourceSpec(spec));
   items.push(...checkBuildOnPush(body.source, sc.build_on_push, values.repo_ref, { sentBuildOnPush: true }));
-  if (items.length > 0) throw new ValidationFailed(items);
+  if (items.length > 0) throw new FieldsInvalid(items);
 
   if (body.source === "codehost") {
     // Outside the transaction: the host may be slow, and the check reads with its own connection.

@@ -1,5 +1,5 @@
 import { type Static, Type } from "@sinclair/typebox";
-import { Uuid } from "../../http/schemas.ts";
+import { Uuid } from "../../core/shapes.ts";
 
 // Optional (not required in the OpenAPI document); Ajv still fills in the default.
 const DeleteTracingProject = Type.Optional(

@@ -1,8 +1,8 @@
 import type { Config } from "../../config.ts";
+import type { WorkspaceCaller } from "../../core/callers.ts";
+import { notFound } from "../../core/errors.ts";
 import { WORK_CHANNEL } from "../../db/channels.ts";
 import type { Database, Executor } from "../../db/client.ts";
-import type { WorkspaceCaller } from "../../http/auth.ts";
-import { notFound } from "../../http/errors.ts";
 import type { DeploymentStatus } from "../../reconciler/states.ts";
 import { inAuditedTransaction } from "../audit-log/scope.ts";
 import { deleteTracingProjects, detachTracingProjects } from "../tracing-projects/store.ts";

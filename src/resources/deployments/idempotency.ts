@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
+import { invalid } from "../../core/errors.ts";
 import type { Executor } from "../../db/client.ts";
-import { invalid } from "../../http/errors.ts";
 import { claimKey, saveKeyResponse, storedKey } from "./store.ts";
 
 /** Replays of POST /v2/deployments: the same key and body within this window get the first response. */

@@ -1,6 +1,6 @@
+import { invalid } from "../../core/errors.ts";
 import type { Reader } from "../../db/client.ts";
 import { isUuid } from "../../db/ids.ts";
-import { invalid } from "../../http/errors.ts";
 import { DEPLOYMENT_STATUSES, REVISION_STATUSES } from "../../reconciler/states.ts";
 import { tagValueGroups } from "../tags/store.ts";
 import { MAX_BULK_DELETE } from "./delete-schema.ts";

@@ -1,5 +1,5 @@
+import { invalid } from "../../core/errors.ts";
 import type { Executor } from "../../db/client.ts";
-import { invalid } from "../../http/errors.ts";
 import { shareListener } from "../listeners/store.ts";
 import { SC } from "./rules.ts";
 

@@ -1,10 +1,11 @@
 // Why over 300 lines: one operation, PATCH of a deployment: its rules (planPatch) and its two write paths (unlocked, then under the row lock).
 import { isDeepStrictEqual } from "node:util";
 import type { CodehostConfig } from "../../codehost/drivers.ts";
+import type { WorkspaceCaller } from "../../core/callers.ts";
+import { badRequest, FieldsInvalid, notFound } from "../../core/errors.ts";
 import type { Keyring } from "../../crypto/envelope.ts";
 import type { Database, Reader, Transaction } from "../../db/client.ts";
-import type { WorkspaceCaller } from "../../http/auth.ts";
-import { badRequest, notFound, ValidationFailed, type ValidationItem } from "../../http/errors.ts";
+import type { ValidationItem } from "../../http/errors.ts";
 import { verifyUploadedTarball } from "../uploads/verify.ts";
 import type { PatchStates } from "./patch-states.ts";
 import { checkIfMatch } from "./preconditions.ts";
@@ -113,7 +114,7 @@ function planPatch(state: State, body: PatchDeploymentBody, registry: boolean): 
     currentListenerId: d.source_config.listener_id,
     registry,
   });
-  if (items.length > 0) throw new ValidationFailed(items);
+  if (items.length > 0) throw new FieldsInvalid(items);
   for (const field of IMMUTABLE_FIELDS) {
     if (isSet(sc[field]) && !sameImmutable(field, sc[field], d.source_config[field])) {
       throw badRequest(`source_config.${field} cannot be changed after creation.`);
@@ -207,7 +208,7 @@ function planPatch(state: State, body: PatchDeploymentBody, registry: boolean): 
   const ref = revision ? revision.config.repo_ref : revisionValuesOf(latest?.source_revision_config).repo_ref;
   const sentBuildOnPush = isSet(sc.build_on_push);
   items.push(...checkBuildOnPush(d.source, sourceConfig.build_on_push, ref, { sentBuildOnPush }));
-  if (items.length > 0) throw new ValidationFailed(items);
+  if (items.length > 0) throw new FieldsInvalid(items);
   return { sourceConfig, imageVersion, inPlaceChanged, revision, codehostCheck, tarballCheck };
 }
 

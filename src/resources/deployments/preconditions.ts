@@ -1,4 +1,4 @@
-import { preconditionFailed } from "../../http/errors.ts";
+import { preconditionFailed } from "../../core/errors.ts";
 
 function tags(header: string): string[] {
   return header

@@ -1,6 +1,6 @@
 import { type Static, Type } from "@sinclair/typebox";
+import { notFound } from "../../core/errors.ts";
 import type { Database } from "../../db/client.ts";
-import { notFound } from "../../http/errors.ts";
 import type { ProcessReader } from "../../runtimes/board.ts";
 import { peekDeployment } from "./store.ts";
 

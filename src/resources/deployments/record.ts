@@ -1,5 +1,5 @@
+import { notFound } from "../../core/errors.ts";
 import type { Reader } from "../../db/client.ts";
-import { notFound } from "../../http/errors.ts";
 import type { REVISION_FIELDS } from "./rules.ts";
 import { findDeploymentRecord, type StoredRecord } from "./store.ts";
 

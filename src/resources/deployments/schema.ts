@@ -9,7 +9,7 @@ import {
   QueryOffset,
   StringEnum,
   Uuid,
-} from "../../http/schemas.ts";
+} from "../../core/shapes.ts";
 import { DEPLOYMENT_STATUSES, REVISION_STATUSES } from "../../reconciler/states.ts";
 
 /** Optional and nullable: in requests, omitted and null both mean "not given". */

@@ -2,8 +2,9 @@ import type { CodehostConfig } from "../../codehost/drivers.ts";
 import { IntegrationNotFound, RefNotFound, RepoNotFound } from "../../codehost/errors.ts";
 import { isTagRef, isValidRef } from "../../codehost/interface.ts";
 import { verifyCodehostSource } from "../../codehost/verify.ts";
+import { invalid } from "../../core/errors.ts";
 import type { Executor } from "../../db/client.ts";
-import { invalid, type ValidationItem } from "../../http/errors.ts";
+import type { ValidationItem } from "../../http/errors.ts";
 import { findTemplate } from "../../templates/catalog.ts";
 import {
   checkSecretReferences,

@@ -1,5 +1,5 @@
 import { type Static, Type } from "@sinclair/typebox";
-import { StringEnum } from "../../http/schemas.ts";
+import { StringEnum } from "../../core/shapes.ts";
 
 /** Every event type there is; webhooks subscribe to a subset, the stream can narrow to one. */
 export const EVENT_TYPES = [

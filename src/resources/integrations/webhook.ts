@@ -1,8 +1,8 @@
 import { verify } from "@octokit/webhooks-methods";
 import { isCommitSha } from "../../codehost/interface.ts";
 import { findIntegration } from "../../codehost/store.ts";
+import { badRequest, notFound, unauthorized } from "../../core/errors.ts";
 import { DecryptionError } from "../../crypto/envelope.ts";
-import { badRequest, HttpError, notFound } from "../../http/errors.ts";
 import { applyPush, type Push, type PushEnv } from "./push.ts";
 import type { WebhookAnswer } from "./schema.ts";
 import { webhookSecretContext } from "./service.ts";
@@ -24,7 +24,7 @@ export interface Delivery {
 }
 
 /** 401 without an API-key challenge: the signature is this route's credential. */
-const refused = (msg: string) => new HttpError(401, msg);
+const refused = (msg: string) => unauthorized(msg);
 
 const ROTATE_HINT =
   "POST /v1/integrations/forge/codehost/{integration_id}/webhook-secret (admin) generates one; configure it as the webhook's secret.";

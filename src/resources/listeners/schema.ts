@@ -1,5 +1,5 @@
 import { type Static, Type } from "@sinclair/typebox";
-import { DateTime, Nullable, OrNull, QueryLimit, QueryOffset, StringEnum, Uuid } from "../../http/schemas.ts";
+import { DateTime, Nullable, OrNull, QueryLimit, QueryOffset, StringEnum, Uuid } from "../../core/shapes.ts";
 import { RegistryCredentials } from "../push-tokens/schema.ts";
 
 /** A Kubernetes namespace name (RFC 1123 label). */

@@ -1,6 +1,6 @@
+import { FieldsInvalid } from "../../core/errors.ts";
 import { REPORT_CHANNEL } from "../../db/channels.ts";
 import type { Database } from "../../db/client.ts";
-import { ValidationFailed } from "../../http/errors.ts";
 import { inAuditedTransaction } from "../audit-log/scope.ts";
 import { recordRemoteState, revisionsOfListener } from "../revisions/store.ts";
 import type { StatusReport } from "./schema.ts";
@@ -28,7 +28,7 @@ export async function reportStatus(db: Database, listenerId: string, body: Statu
           },
         ],
   );
-  if (items.length > 0) throw new ValidationFailed(items);
+  if (items.length > 0) throw new FieldsInvalid(items);
   await inAuditedTransaction(db.orm, async (tx) => {
     for (const [i, r] of body.revisions.entries()) {
       const reason = r.reason?.trim() ? r.reason.slice(0, MAX_REASON) : null;

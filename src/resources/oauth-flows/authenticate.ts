@@ -1,7 +1,7 @@
 import { createHash, randomUUID } from "node:crypto";
+import { invalid } from "../../core/errors.ts";
 import { encryptionContext } from "../../crypto/envelope.ts";
 import type { Executor } from "../../db/client.ts";
-import { invalid } from "../../http/errors.ts";
 import { authorizationUrl, newCodeVerifier, newState } from "../../oauth/client.ts";
 import { connectionFor } from "../agent-connections/service.ts";
 import { findProviderRow } from "../oauth-providers/service.ts";

@@ -1,5 +1,5 @@
+import { badGateway, conflict, invalid } from "../../core/errors.ts";
 import type { Executor } from "../../db/client.ts";
-import { badGateway, conflict, invalid } from "../../http/errors.ts";
 import { DiscoveryFailed, discoverAndRegister } from "../../oauth/mcp-discovery.ts";
 import { FetchFailed, FetchRefused } from "../../oauth/safe-fetch.ts";
 import { urlProblem } from "../../oauth/url-policy.ts";

@@ -1,5 +1,5 @@
 import { type Static, Type } from "@sinclair/typebox";
-import { DateTime, Nullable, StringEnum, Uuid } from "../../http/schemas.ts";
+import { DateTime, Nullable, StringEnum, Uuid } from "../../core/shapes.ts";
 import { ProviderSlug } from "../oauth-providers/schema.ts";
 import { AgentId, UserId } from "../oauth-tokens/schema.ts";
 

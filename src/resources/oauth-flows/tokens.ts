@@ -1,9 +1,9 @@
 import { randomUUID } from "node:crypto";
+import { badGateway } from "../../core/errors.ts";
+import { iso } from "../../core/shapes.ts";
 import type { Keyring } from "../../crypto/envelope.ts";
 import { encryptionContext } from "../../crypto/envelope.ts";
 import type { Executor } from "../../db/client.ts";
-import { badGateway } from "../../http/errors.ts";
-import { iso } from "../../http/schemas.ts";
 import { OAuthCallFailed, refreshTokens, type TokenSet } from "../../oauth/client.ts";
 import type { ProviderRow } from "../oauth-providers/store.ts";
 import {

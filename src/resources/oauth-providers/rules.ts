@@ -1,6 +1,6 @@
 import type { Config } from "../../config.ts";
+import type { FieldProblem } from "../../core/errors.ts";
 import type { CodeChallengeMethod, TokenEndpointAuthMethod } from "../../db/schema/oauth.ts";
-import type { ValidationItem } from "../../http/errors.ts";
 import { storedUrlProblem, urlProblem } from "../../oauth/url-policy.ts";
 
 /** A provider's settings as they will be stored, with which fields the request gave explicitly. */
@@ -20,8 +20,8 @@ export interface ProviderSettings {
  * The rules that hold for every stored provider, checked on the record that would result from a
  * create or a patch. Every problem is reported, each under the field to fix.
  */
-export function settingsProblems(s: ProviderSettings, config: Config): ValidationItem[] {
-  const items: ValidationItem[] = [];
+export function settingsProblems(s: ProviderSettings, config: Config): FieldProblem[] {
+  const items: FieldProblem[] = [];
   const add = (field: string, msg: string, type = "value_error") =>
     items.push({ loc: ["body", field], msg, type });
   const allowLoopback = config.oauth.allowInsecureLoopback;
@@ -61,9 +61,9 @@ export function settingsProblems(s: ProviderSettings, config: Config): Validatio
 export async function resolvedUrlProblems(
   urls: Record<string, string | null | undefined>,
   config: Config,
-): Promise<ValidationItem[]> {
+): Promise<FieldProblem[]> {
   const allowLoopback = config.oauth.allowInsecureLoopback;
-  const checks = Object.entries(urls).map(async ([field, value]): Promise<ValidationItem[]> => {
+  const checks = Object.entries(urls).map(async ([field, value]): Promise<FieldProblem[]> => {
     if (value === null || value === undefined || urlProblem(value, allowLoopback) !== null) return [];
     const problem = await storedUrlProblem(value, allowLoopback);
     return problem === null ? [] : [{ loc: ["body", field], msg: `URL ${problem}.`, type: "url_error" }];

@@ -1,5 +1,5 @@
 import { type Static, type TSchema, Type } from "@sinclair/typebox";
-import { DateTime, DisplayName, Nullable, OrNull, StringEnum, Uuid } from "../../http/schemas.ts";
+import { DateTime, DisplayName, Nullable, OrNull, StringEnum, Uuid } from "../../core/shapes.ts";
 
 /** A string enum that may also be null: one JSON-Schema `enum`, so a bad value gives one clear 422 item. */
 const nullableEnum = <const T extends readonly string[]>(values: T, description?: string) =>

@@ -1,12 +1,12 @@
 import { randomUUID } from "node:crypto";
 import type { Config } from "../../config.ts";
+import { conflict, FieldsInvalid, notFound } from "../../core/errors.ts";
+import { iso } from "../../core/shapes.ts";
 import type { Keyring } from "../../crypto/envelope.ts";
 import { encryptionContext } from "../../crypto/envelope.ts";
 import type { Executor } from "../../db/client.ts";
 import { isUniqueViolation } from "../../db/errors.ts";
 import type { CodeChallengeMethod, TokenEndpointAuthMethod } from "../../db/schema/oauth.ts";
-import { conflict, notFound, ValidationFailed } from "../../http/errors.ts";
-import { iso } from "../../http/schemas.ts";
 import { inAuditedTransaction } from "../audit-log/scope.ts";
 import { resolvedUrlProblems, settingsProblems } from "./rules.ts";
 import type { CreateProviderBody, OAuthProvider, PatchProviderBody } from "./schema.ts";
@@ -164,7 +164,7 @@ export async function createProvider(
       env.config,
     )),
   );
-  if (problems.length > 0) throw new ValidationFailed(problems);
+  if (problems.length > 0) throw new FieldsInvalid(problems);
   return inAuditedTransaction(
     exec,
     (tx) =>
@@ -232,7 +232,7 @@ export async function patchProvider(
       env.config,
     );
     problems.push(...resolved);
-    if (problems.length > 0) throw new ValidationFailed(problems);
+    if (problems.length > 0) throw new FieldsInvalid(problems);
     const updated = await updateProviderRow(tx, row.id, {
       name: body.name ?? row.name,
       clientId: body.client_id ?? row.clientId,

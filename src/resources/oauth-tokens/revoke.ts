@@ -1,5 +1,5 @@
+import { badGateway } from "../../core/errors.ts";
 import type { Executor } from "../../db/client.ts";
-import { badGateway } from "../../http/errors.ts";
 import { OAuthCallFailed } from "../../oauth/client.ts";
 import { revocationEndpoint, revokeToken } from "../../oauth/revocation.ts";
 import { FetchRefused } from "../../oauth/safe-fetch.ts";

@@ -1,7 +1,8 @@
 import { Type } from "@sinclair/typebox";
 import type { FastifyRequest } from "fastify";
+import { forbidden } from "../../core/errors.ts";
 import { principalOf, workspaceOf } from "../../http/auth.ts";
-import { errorResponse, forbidden } from "../../http/errors.ts";
+import { errorResponse } from "../../http/errors.ts";
 import type { App } from "../../http/types.ts";
 import { flowEnvOf } from "../oauth-flows/env.ts";
 import type { Removal } from "./revoke.ts";

@@ -1,5 +1,5 @@
 import { type Static, Type } from "@sinclair/typebox";
-import { DateTime, Nullable, Uuid } from "../../http/schemas.ts";
+import { DateTime, Nullable, Uuid } from "../../core/shapes.ts";
 import { ProviderSlug } from "../oauth-providers/schema.ts";
 
 /** An end user's id as the application names it: printable text, no control characters. */

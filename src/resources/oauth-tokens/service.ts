@@ -1,6 +1,6 @@
+import { notFound } from "../../core/errors.ts";
+import { iso } from "../../core/shapes.ts";
 import type { Executor } from "../../db/client.ts";
-import { notFound } from "../../http/errors.ts";
-import { iso } from "../../http/schemas.ts";
 import { inAuditedTransaction } from "../audit-log/scope.ts";
 import type { FlowEnv } from "../oauth-flows/env.ts";
 import { getProviderRow } from "../oauth-providers/service.ts";

@@ -1,5 +1,6 @@
 import type { FastifyRequest } from "fastify";
-import { type Principal, principalOf } from "../../http/auth.ts";
+import type { Principal } from "../../core/callers.ts";
+import { principalOf } from "../../http/auth.ts";
 import type { TokenFilter } from "./store.ts";
 
 /**

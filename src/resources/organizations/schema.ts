@@ -1,5 +1,5 @@
 import { type Static, Type } from "@sinclair/typebox";
-import { DateTime, DisplayName, Nullable, Uuid } from "../../http/schemas.ts";
+import { DateTime, DisplayName, Nullable, Uuid } from "../../core/shapes.ts";
 import { ApiKeyCreated } from "../api-keys/schema.ts";
 
 export const Organization = Type.Object({

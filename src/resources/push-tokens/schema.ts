@@ -1,5 +1,5 @@
 import { type Static, Type } from "@sinclair/typebox";
-import { Uuid } from "../../http/schemas.ts";
+import { Uuid } from "../../core/shapes.ts";
 
 export const PushTokenParams = Type.Object({ deployment_id: Uuid });
 

@@ -1,7 +1,7 @@
 import type { Config } from "../../config.ts";
+import { badRequest, conflict, notFound, unauthorized } from "../../core/errors.ts";
 import type { RegistryAccess, RegistryAction } from "../../crypto/registry-token.ts";
 import type { Reader } from "../../db/client.ts";
-import { badRequest, conflict, HttpError, notFound } from "../../http/errors.ts";
 import { imageRepository, repositoryPath } from "../../runtimes/remote/image-ref.ts";
 import { peekDeployment } from "../deployments/store.ts";
 import { deploymentPushToken, TOKEN_USERNAME } from "./login.ts";
@@ -13,8 +13,7 @@ export type PushTokenConfig = Pick<
 >;
 
 /** Docker clients answer a Basic challenge with the credentials they logged in with. */
-const refused = (msg: string) =>
-  new HttpError(401, msg, { "www-authenticate": 'Basic realm="Slipway registry tokens"' });
+const refused = (msg: string) => unauthorized(msg, 'Basic realm="Slipway registry tokens"');
 /** Registry bearer tokens are short: a client asks again when one runs out. */
 const BEARER_TTL_S = 300;
 

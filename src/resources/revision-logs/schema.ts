@@ -1,5 +1,5 @@
 import { type Static, Type } from "@sinclair/typebox";
-import { DateTime, Nullable, QueryLimit, QueryOffset, StringEnum, Uuid } from "../../http/schemas.ts";
+import { DateTime, Nullable, QueryLimit, QueryOffset, StringEnum, Uuid } from "../../core/shapes.ts";
 import type { LogStream } from "../../runtimes/interface.ts";
 import { LOG_LEVELS } from "./levels.ts";
 

@@ -1,5 +1,5 @@
+import { invalid, notFound } from "../../core/errors.ts";
 import type { Executor } from "../../db/client.ts";
-import { invalid, notFound } from "../../http/errors.ts";
 import type { LogStream } from "../../runtimes/interface.ts";
 import { deploymentExists } from "../deployments/store.ts";
 import type { LogLevel } from "./levels.ts";

@@ -1,5 +1,5 @@
+import { notFound } from "../../core/errors.ts";
 import type { Executor } from "../../db/client.ts";
-import { notFound } from "../../http/errors.ts";
 import type { RevisionStatus } from "../../reconciler/states.ts";
 import { revisionStatusIn } from "../revisions/store.ts";
 import type { LogLine, LogsQuery } from "./schema.ts";

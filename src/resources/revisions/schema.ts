@@ -1,5 +1,5 @@
 import { type Static, Type } from "@sinclair/typebox";
-import { DateTime, OrNull, QueryLimit, QueryOffset, StringEnum, Uuid } from "../../http/schemas.ts";
+import { DateTime, OrNull, QueryLimit, QueryOffset, StringEnum, Uuid } from "../../core/shapes.ts";
 import { REVISION_STATUSES } from "../../reconciler/states.ts";
 import { SourceEnum, SourceRevisionConfig } from "../deployments/schema.ts";
 

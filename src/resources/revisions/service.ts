@@ -1,8 +1,8 @@
+import type { WorkspaceCaller } from "../../core/callers.ts";
+import { badRequest, notFound } from "../../core/errors.ts";
 import type { Keyring } from "../../crypto/envelope.ts";
 import { WORK_CHANNEL } from "../../db/channels.ts";
 import type { Database, Reader } from "../../db/client.ts";
-import type { WorkspaceCaller } from "../../http/auth.ts";
-import { badRequest, notFound } from "../../http/errors.ts";
 import { isTerminal, REVISION_STATUSES } from "../../reconciler/states.ts";
 import { inAuditedTransaction } from "../audit-log/scope.ts";
 import { commaList } from "../deployments/list.ts";

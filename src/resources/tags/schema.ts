@@ -1,5 +1,5 @@
 import { type Static, Type } from "@sinclair/typebox";
-import { DateTime, DisplayName, Uuid } from "../../http/schemas.ts";
+import { DateTime, DisplayName, Uuid } from "../../core/shapes.ts";
 
 export const TagKey = Type.Object({ id: Uuid, key: Type.String(), created_at: DateTime });
 export type TagKey = Static<typeof TagKey>;

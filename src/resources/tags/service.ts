@@ -1,6 +1,6 @@
+import { conflict, invalid, notFound } from "../../core/errors.ts";
 import type { Executor } from "../../db/client.ts";
 import { isUniqueViolation } from "../../db/errors.ts";
-import { conflict, invalid, notFound } from "../../http/errors.ts";
 import { inAuditedTransaction } from "../audit-log/scope.ts";
 import { deploymentExists } from "../deployments/store.ts";
 import type { DeploymentTag, TagKey, TagValue } from "./schema.ts";

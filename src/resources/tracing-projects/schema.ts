@@ -1,5 +1,5 @@
 import { type Static, Type } from "@sinclair/typebox";
-import { DateTime, Nullable, QueryLimit, QueryOffset, Uuid } from "../../http/schemas.ts";
+import { DateTime, Nullable, QueryLimit, QueryOffset, Uuid } from "../../core/shapes.ts";
 
 export const TracingProject = Type.Object({
   id: Uuid,

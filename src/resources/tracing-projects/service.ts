@@ -1,5 +1,5 @@
+import { notFound } from "../../core/errors.ts";
 import type { Executor } from "../../db/client.ts";
-import { notFound } from "../../http/errors.ts";
 import type { TracingProject } from "./schema.ts";
 import { findTracingProject } from "./store.ts";
 

@@ -1,7 +1,8 @@
 import type { IncomingMessage } from "node:http";
 import { Type } from "@sinclair/typebox";
+import { unsupportedMediaType } from "../../core/errors.ts";
 import { workspaceOf } from "../../http/auth.ts";
-import { errorResponse, HttpError } from "../../http/errors.ts";
+import { errorResponse } from "../../http/errors.ts";
 import type { App } from "../../http/types.ts";
 import { DeploymentParams, UploadParams, UploadQuery, UploadReceipt, UploadUrl } from "./schema.ts";
 import { issueUploadUrl, receiveUpload } from "./service.ts";
@@ -17,7 +18,7 @@ async function tarballUploadRoute(app: App): Promise<void> {
   app.removeAllContentTypeParsers();
   app.addContentTypeParser(TARBALL_TYPES, (_request, payload, done) => done(null, payload));
   app.addContentTypeParser("*", (_request, _payload, done) =>
-    done(new HttpError(415, `Send the tarball with Content-Type ${TARBALL_TYPES.join(", ")}.`), undefined),
+    done(unsupportedMediaType(`Send the tarball with Content-Type ${TARBALL_TYPES.join(", ")}.`), undefined),
   );
 
   const inherited = app.validatorCompiler;

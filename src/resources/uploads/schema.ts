@@ -1,5 +1,5 @@
 import { type Static, Type } from "@sinclair/typebox";
-import { DateTime, Uuid } from "../../http/schemas.ts";
+import { DateTime, Uuid } from "../../core/shapes.ts";
 
 export const UploadUrl = Type.Object({
   upload_url: Type.String({

@@ -1,9 +1,18 @@
 import { createHash, randomBytes, randomUUID, timingSafeEqual } from "node:crypto";
 import type { Config } from "../../config.ts";
+import {
+  badRequest,
+  conflict,
+  DomainError,
+  forbidden,
+  gone,
+  invalid,
+  notFound,
+  tooLarge,
+} from "../../core/errors.ts";
+import { iso } from "../../core/shapes.ts";
 import type { Executor } from "../../db/client.ts";
 import { isForeignKeyViolation } from "../../db/errors.ts";
-import { badRequest, conflict, forbidden, HttpError, invalid, notFound } from "../../http/errors.ts";
-import { iso } from "../../http/schemas.ts";
 import { peekDeployment } from "../deployments/store.ts";
 import type { UploadReceipt, UploadUrl } from "./schema.ts";
 import {
@@ -58,8 +67,8 @@ export async function issueUploadUrl(
   };
 }
 
-const tooLarge = (limit: number) =>
-  new HttpError(413, `The tarball is larger than the upload limit of ${limit} bytes.`);
+const overLimit = (limit: number) =>
+  tooLarge(`The tarball is larger than the upload limit of ${limit} bytes.`);
 
 /**
  * Checks the URL's token and claims the upload for this PUT: a claimed or finished upload is not
@@ -73,7 +82,7 @@ async function claim(exec: Executor, uploadId: string, token: string | undefined
     throw forbidden("The upload token is missing or wrong: use the whole upload_url.");
   }
   if (row.completedAt !== null) throw conflict("This upload URL was already used: request a new one.");
-  if (row.expired) throw new HttpError(410, "This upload URL has expired: request a new one.");
+  if (row.expired) throw gone("This upload URL has expired: request a new one.");
   if (!(await markStarted(exec, uploadId))) throw conflict("An upload to this URL is already in progress.");
 }
 
@@ -104,11 +113,11 @@ export async function receiveUpload(
     if (problem) throw invalid(["body"], problem);
   };
   try {
-    if (contentLength !== undefined && contentLength > limitBytes) throw tooLarge(limitBytes);
+    if (contentLength !== undefined && contentLength > limitBytes) throw overLimit(limitBytes);
     for await (const piece of body ?? []) {
       const buf = typeof piece === "string" ? Buffer.from(piece) : piece;
       total += buf.length;
-      if (total > limitBytes) throw tooLarge(limitBytes);
+      if (total > limitBytes) throw overLimit(limitBytes);
       if (head !== undefined) {
         head = Buffer.concat([head, buf.subarray(0, HEAD_BYTES - head.length)]);
         if (head.length >= HEAD_BYTES) {
@@ -129,7 +138,7 @@ export async function receiveUpload(
     if (head !== undefined) check(head);
     if (pendingBytes > 0) await store(Buffer.concat(pending, pendingBytes));
     const done = await completeUpload(exec, uploadId, total);
-    if (!done?.completedAt) throw new HttpError(410, "The deployment was deleted during the upload.");
+    if (!done?.completedAt) throw gone("The deployment was deleted during the upload.");
     return {
       source_tarball_path: done.sourceTarballPath,
       size_bytes: total,
@@ -138,9 +147,9 @@ export async function receiveUpload(
   } catch (err) {
     // Undoes the failed PUT: nothing of it is kept, and the URL can be used again until it expires.
     await resetUpload(exec, uploadId);
-    if (err instanceof HttpError) throw err;
+    if (err instanceof DomainError) throw err;
     // The deployment (and with it this upload) was deleted while the body was arriving.
-    if (isForeignKeyViolation(err)) throw new HttpError(410, "The deployment was deleted during the upload.");
+    if (isForeignKeyViolation(err)) throw gone("The deployment was deleted during the upload.");
     // The client went away mid-body: its fault, not the server's.
     if ((err as { code?: string }).code === "ECONNRESET" || (err as Error).message === "aborted") {
       throw badRequest("The upload was interrupted before the body ended.");

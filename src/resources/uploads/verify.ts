@@ -1,5 +1,5 @@
+import { invalid } from "../../core/errors.ts";
 import type { Executor } from "../../db/client.ts";
-import { invalid } from "../../http/errors.ts";
 import { completedUploadId } from "./store.ts";
 
 const LOC = ["body", "source_revision_config", "source_tarball_path"];

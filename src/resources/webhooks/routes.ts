@@ -1,6 +1,6 @@
 import { Type } from "@sinclair/typebox";
+import { IdParams } from "../../core/shapes.ts";
 import { workspaceOf } from "../../http/auth.ts";
-import { IdParams } from "../../http/schemas.ts";
 import type { App } from "../../http/types.ts";
 import {
   CreateWebhookBody,

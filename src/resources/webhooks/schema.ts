@@ -1,5 +1,5 @@
 import { type Static, Type } from "@sinclair/typebox";
-import { Count, DateTime, Nullable, QueryLimit, QueryOffset, StringEnum, Uuid } from "../../http/schemas.ts";
+import { Count, DateTime, Nullable, QueryLimit, QueryOffset, StringEnum, Uuid } from "../../core/shapes.ts";
 import { EventTypeSchema } from "../events/schema.ts";
 
 const Url = Type.String({ minLength: 1, maxLength: 2048, description: "Where events are POSTed (https)." });

@@ -1,6 +1,6 @@
 import { Type } from "@sinclair/typebox";
+import { forbidden } from "../../core/errors.ts";
 import { principalOf } from "../../http/auth.ts";
-import { forbidden } from "../../http/errors.ts";
 import type { App } from "../../http/types.ts";
 import { CreateWorkspaceBody, Workspace } from "./schema.ts";
 import { createWorkspace, listWorkspaces } from "./service.ts";

@@ -1,5 +1,5 @@
 import { type Static, Type } from "@sinclair/typebox";
-import { DateTime, DisplayName, Uuid } from "../../http/schemas.ts";
+import { DateTime, DisplayName, Uuid } from "../../core/shapes.ts";
 
 export const Workspace = Type.Object({
   id: Uuid,

@@ -10,10 +10,10 @@ import { buffer } from "node:stream/consumers";
 import { before, it } from "node:test";
 import { gzipSync } from "node:zlib";
 import { eq, sql } from "drizzle-orm";
+import { FieldsInvalid } from "../../../src/core/errors.ts";
 import { rows } from "../../../src/db/client.ts";
 import { uploadChunks, uploads } from "../../../src/db/schema/codehost.ts";
 import { deployments } from "../../../src/db/schema/deployments.ts";
-import { ValidationFailed } from "../../../src/http/errors.ts";
 import { UploadNotFound } from "../../../src/resources/uploads/errors.ts";
 import { openUploadedTarball } from "../../../src/resources/uploads/read.ts";
 import { CHUNK_BYTES } from "../../../src/resources/uploads/service.ts";
@@ -264,7 +264,7 @@ forEachDatabase(
       assert.equal(await chunkCount(ctx, url.source_tarball_path), 0);
       await assert.rejects(
         verifyUploadedTarball(ctx.db.orm, deploymentId, url.source_tarball_path),
-        ValidationFailed,
+        FieldsInvalid,
       );
     });
 
@@ -311,7 +311,7 @@ forEachDatabase(
       assert.equal(await chunkCount(ctx, url.source_tarball_path), 0);
       await assert.rejects(
         verifyUploadedTarball(ctx.db.orm, deploymentId, url.source_tarball_path),
-        ValidationFailed,
+        FieldsInvalid,
       );
       const ok = await put(ctx, url.upload_url, await makeTarball(APP_FILES));
       assert.equal(ok.statusCode, 200, ok.body);
@@ -433,7 +433,7 @@ forEachDatabase(
       ];
       for (const [id, path] of cases) {
         await assert.rejects(verifyUploadedTarball(ctx.db.orm, id, path), (err: unknown) => {
-          assert.ok(err instanceof ValidationFailed);
+          assert.ok(err instanceof FieldsInvalid);
           assert.deepEqual(err.items[0]?.loc, loc);
           return true;
         });
