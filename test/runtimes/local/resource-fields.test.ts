@@ -18,14 +18,18 @@ describe("local runtime: what each resource_spec field does here", () => {
     assert.deepEqual(Object.keys(RESOURCE_FIELDS).sort(), api);
   });
 
-  it("the README's table names every field, once", () => {
-    const readme = readFileSync(join(import.meta.dirname, "../../../README.md"), "utf8");
-    const start = readme.indexOf("## Resources on one machine");
-    const table = readme.slice(start, readme.indexOf("\n\n", readme.indexOf("| field |", start)));
+  it("the field table of docs/resource-spec.md names every field once, and no other", () => {
+    const page = readFileSync(join(import.meta.dirname, "../../../docs/resource-spec.md"), "utf8");
+    const start = page.indexOf("| field |", page.indexOf("## Field by field"));
+    const rows = page.slice(start, page.indexOf("\n\n", start)).split("\n").slice(2);
+    const named = rows.map((row) => [...(row.split("|")[1] ?? "").matchAll(/`([a-z_]+)`/g)].map((m) => m[1]));
     for (const field of Object.keys(RESOURCE_FIELDS)) {
-      const rows = table.split("\n").filter((row) => row.split("|")[1]?.includes(`\`${field}\``));
-      assert.equal(rows.length, 1, `README row for ${field}`);
+      assert.equal(named.filter((names) => names.includes(field)).length, 1, `docs row for ${field}`);
     }
+    assert.deepEqual(
+      named.flat().filter((f) => f === undefined || !(f in RESOURCE_FIELDS)),
+      [],
+    );
   });
 
   it("a set field that is not enforced here gets one warning naming it and why; enforced and default fields none", () => {
