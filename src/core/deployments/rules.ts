@@ -1,9 +1,9 @@
-import type { ValidationItem } from "../../http/errors.ts";
-import type { Secret, SecretReference } from "./schema.ts";
-import { MASK } from "./schema.ts";
+import type { FieldProblem } from "../errors.ts";
+import type { Secret, SecretReference } from "./model.ts";
+import { MASK } from "./model.ts";
 
 /**
- * Field rules of DESIGN §3 as data and pure checks. Each check returns 422 items whose `loc` names
+ * The deployment field rules as data and pure checks. Each check returns 422 items whose `loc` names
  * the field, so one response lists every problem of a request. What depends on the source lives in
  * source-rules.ts.
  */
@@ -51,17 +51,17 @@ export function revisionValuesOf(stored: Record<string, unknown> | null | undefi
 export const SC = ["body", "source_config"];
 export const SRC = ["body", "source_revision_config"];
 
-export const missing = (loc: (string | number)[], source: string): ValidationItem => ({
+export const missing = (loc: (string | number)[], source: string): FieldProblem => ({
   loc,
   msg: `Field required for source ${source}.`,
   type: "missing",
 });
-export const forbidden = (loc: (string | number)[], source: string): ValidationItem => ({
+export const forbidden = (loc: (string | number)[], source: string): FieldProblem => ({
   loc,
   msg: `Not used by source ${source}; leave it out.`,
   type: "forbidden",
 });
-export const item = (loc: (string | number)[], msg: string): ValidationItem => ({
+export const item = (loc: (string | number)[], msg: string): FieldProblem => ({
   loc,
   msg,
   type: "value_error",
@@ -71,7 +71,7 @@ export const isSet = (v: unknown): boolean => v !== undefined && v !== null;
 
 const NAME = /^[a-z][a-z0-9-]{0,62}$/;
 
-export function checkName(name: string): ValidationItem[] {
+export function checkName(name: string): FieldProblem[] {
   if (NAME.test(name)) return [];
   return [
     item(["body", "name"], "Must be 1 to 63 lowercase letters, digits or '-', starting with a letter."),
@@ -89,8 +89,8 @@ function envNameProblem(name: string): string | undefined {
 }
 
 /** Secret names, and masks: the mask stands for a stored value, so only names in `knownNames` may use it. */
-export function checkSecrets(secrets: Secret[], opts: { knownNames: ReadonlySet<string> }): ValidationItem[] {
-  const items: ValidationItem[] = [];
+export function checkSecrets(secrets: Secret[], opts: { knownNames: ReadonlySet<string> }): FieldProblem[] {
+  const items: FieldProblem[] = [];
   const seen = new Set<string>();
   secrets.forEach((s, i) => {
     const problem = envNameProblem(s.name);
@@ -116,8 +116,8 @@ const K8S_KEY = /^[-._a-zA-Z0-9]+$/;
 export function checkSecretReferences(
   refs: SecretReference[],
   secretNames: ReadonlySet<string>,
-): ValidationItem[] {
-  const items: ValidationItem[] = [];
+): FieldProblem[] {
+  const items: FieldProblem[] = [];
   const seen = new Set<string>();
   refs.forEach((r, i) => {
     const loc = ["body", "secret_references", i];
@@ -149,9 +149,9 @@ const SCALE_PAIRS: [string, string][] = [
 ];
 
 /** Cross-field rules of a (merged) resource spec. */
-export function checkResourceSpec(spec: Record<string, unknown> | null): ValidationItem[] {
+export function checkResourceSpec(spec: Record<string, unknown> | null): FieldProblem[] {
   if (spec === null) return [];
-  const items: ValidationItem[] = [];
+  const items: FieldProblem[] = [];
   for (const [min, max] of SCALE_PAIRS) {
     const lo = spec[min];
     const hi = spec[max];

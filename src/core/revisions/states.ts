@@ -1,5 +1,5 @@
 /**
- * Revision and deployment state machines as data (DESIGN §3). Every status write goes through
+ * Revision and deployment state machines as data. Every status write goes through
  * `assertTransition`, so a bug shows up as a refused transition instead of a wrong state.
  */
 export const REVISION_STATUSES = [
