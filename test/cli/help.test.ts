@@ -21,18 +21,26 @@ async function runAll(lists: string[][]): Promise<CliResult[]> {
   return results;
 }
 
-/** The usage lines of the README's "Client commands" table (the first cell of each row). */
-function readmeTableUsages(): string[] {
-  const readme = readFileSync(join(REPO_ROOT, "README.md"), "utf8");
-  const section = readme.split(/^### Client commands$/m)[1]?.split(/^#{2,3} /m)[0] ?? "";
-  return [...section.matchAll(/^\| `((?:[^`])+)` \|/gm)].map((m) => (m[1] ?? "").replace(/\\\|/g, "|"));
+/** docs/cli.md, where the commands are documented. */
+const cliPage = () => readFileSync(join(REPO_ROOT, "docs", "cli.md"), "utf8");
+
+/** The body of one `## NAME` section of docs/cli.md, up to the next `##` heading. */
+function section(page: string, name: string): string {
+  const body = page.split(new RegExp(`^## ${name}$`, "m"))[1];
+  assert.ok(body !== undefined, `docs/cli.md has a "## ${name}" section`);
+  return body.split(/^## /m)[0] ?? "";
 }
 
-/** The commands listed in the README's "Command line" section (its `- \`…\`` items). */
-function readmeServerUsages(): string[] {
-  const readme = readFileSync(join(REPO_ROOT, "README.md"), "utf8");
-  const section = readme.split(/^## Command line$/m)[1]?.split(/^### /m)[0] ?? "";
-  return [...section.matchAll(/^- `([^`]+)`/gm)].map((m) => m[1] ?? "");
+/** The usage lines of the "Client commands" table (the first cell of each row). */
+function docsTableUsages(): string[] {
+  return [...section(cliPage(), "Client commands").matchAll(/^\| `((?:[^`])+)` \|/gm)].map((m) =>
+    (m[1] ?? "").replace(/\\\|/g, "|"),
+  );
+}
+
+/** The commands listed in the "Server commands" section (its `- \`…\`` items). */
+function docsServerUsages(): string[] {
+  return [...section(cliPage(), "Server commands").matchAll(/^- `([^`]+)`/gm)].map((m) => m[1] ?? "");
 }
 
 const CLIENT = Object.keys(CLIENT_DOCS);
@@ -80,11 +88,11 @@ describe("slipway --help, --version, did you mean", () => {
     for (const c of CLIENT) assert.ok(general.stdout.includes(`  ${CLIENT_DOCS[c]?.usage[0]}\n`), c);
   });
 
-  it("each usage line is a row of the README's command table, and each row is a usage line", () => {
-    const table = readmeTableUsages();
+  it("each usage line is a row of docs/cli.md's command table, and each row is a usage line", () => {
+    const table = docsTableUsages();
     const usages = CLIENT.flatMap((c) => clientDoc(c)?.usage ?? []);
     assert.deepEqual([...table].sort(), [...new Set(usages)].sort());
-    const server = readmeServerUsages();
+    const server = docsServerUsages();
     assert.deepEqual(
       [...server].sort(),
       Object.values(SERVER_DOCS)
