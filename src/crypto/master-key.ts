@@ -1,7 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import type { Config } from "../config.ts";
 import { Keyring } from "./envelope.ts";
 
 /**
@@ -29,9 +28,16 @@ export interface LoadedKeyring {
   source: "env" | "file" | "generated";
 }
 
-export function loadKeyring(
-  config: Pick<Config, "masterKey" | "previousMasterKeys" | "dataDir">,
-): LoadedKeyring {
+/** Where the keys come from: config.ts's SLIPWAY_MASTER_KEY, SLIPWAY_PREVIOUS_MASTER_KEYS and data dir. */
+export interface KeySettings {
+  /** The active key (base64), or undefined to use (or make) the key file. */
+  masterKey: string | undefined;
+  /** Keys that values not yet rotated may still be sealed under. */
+  previousMasterKeys: string[];
+  dataDir: string;
+}
+
+export function loadKeyring(config: KeySettings): LoadedKeyring {
   if (config.masterKey) {
     return { keyring: Keyring.fromBase64(config.masterKey, config.previousMasterKeys), source: "env" };
   }

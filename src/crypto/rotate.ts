@@ -1,5 +1,26 @@
-import type { EnvelopeColumn } from "../db/envelopes.ts";
 import { encryptionContext, type Keyring } from "./envelope.ts";
+
+/**
+ * One column of stored envelopes, as rotation walks it: the database side (db/envelopes.ts
+ * `envelopeColumn`, declared by each table's store) hands these in, so rotation names no table in
+ * SQL and reaches no database itself; it only asks for stale values and swaps them.
+ */
+export interface EnvelopeColumn {
+  /** SQL names, for the encryption context and rotation's report. */
+  readonly table: string;
+  readonly column: string;
+  /** Up to `limit` non-null values not starting with `current`, with ids after `after`, in id order. */
+  stale(current: string, after: string, limit: number): Promise<StaleEnvelope[]>;
+  /** Writes `next` where the row still holds `current` (a concurrent write wins); whether it did. */
+  swap(id: string, current: string, next: string): Promise<boolean>;
+}
+
+export interface StaleEnvelope {
+  id: string;
+  /** The id its encryption context names (envelope.ts `encryptionContext`). */
+  contextId: string;
+  value: string;
+}
 
 export interface RotationResult {
   table: string;

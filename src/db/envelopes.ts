@@ -1,32 +1,13 @@
 import { type SQL, sql } from "drizzle-orm";
 import { getTableConfig, type PgColumn, type PgTable } from "drizzle-orm/pg-core";
+import type { EnvelopeColumn, StaleEnvelope } from "../crypto/rotate.ts";
 import { type Executor, rows } from "./client.ts";
 
 /**
- * One column of stored envelopes (crypto/envelope.ts), as key rotation walks it. Each store
- * declares its own encrypted columns through `envelopeColumn`, so no module outside a table's
- * store names that table in SQL; rotation only asks for stale values and swaps them.
- */
-export interface EnvelopeColumn {
-  /** SQL names, for the encryption context and rotation's report. */
-  readonly table: string;
-  readonly column: string;
-  /** Up to `limit` non-null values not starting with `current`, with ids after `after`, in id order. */
-  stale(current: string, after: string, limit: number): Promise<StaleEnvelope[]>;
-  /** Writes `next` where the row still holds `current` (a concurrent write wins); whether it did. */
-  swap(id: string, current: string, next: string): Promise<boolean>;
-}
-
-export interface StaleEnvelope {
-  id: string;
-  /** The id its encryption context names (crypto/envelope.ts `encryptionContext`). */
-  contextId: string;
-  value: string;
-}
-
-/**
- * An envelope column of a table keyed by a uuid `id`. `contextId` is the SQL expression over the
- * row that its values' encryption context names, when that is not the row id.
+ * An envelope column of a table keyed by a uuid `id`, as key rotation (crypto/rotate.ts) walks it.
+ * Each store declares its own encrypted columns through this, so no module outside a table's store
+ * names that table in SQL. `contextId` is the SQL expression over the row that its values'
+ * encryption context names, when that is not the row id.
  */
 export function envelopeColumn(
   exec: Executor,

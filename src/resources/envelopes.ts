@@ -1,5 +1,5 @@
+import type { EnvelopeColumn } from "../crypto/rotate.ts";
 import type { Executor } from "../db/client.ts";
-import type { EnvelopeColumn } from "../db/envelopes.ts";
 import { deploymentEnvelopes } from "./deployments/store.ts";
 import { integrationEnvelopes } from "./integrations/store.ts";
 import { flowEnvelopes } from "./oauth-flows/store.ts";

@@ -1,5 +1,6 @@
 // Why over 300 lines: every statement on `deployments` lives here by rule (test/db/sql-ownership.test.ts).
 import { type SQL, sql } from "drizzle-orm";
+import type { EnvelopeColumn } from "../../crypto/rotate.ts";
 import { ANNOUNCED_SETTING, EVENTS_CHANNEL, RECORDS_CHANNEL, WORK_CHANNEL } from "../../db/channels.ts";
 import {
   type Database,
@@ -9,7 +10,6 @@ import {
   rows,
   type Transaction,
 } from "../../db/client.ts";
-import { type EnvelopeColumn, envelopeColumn } from "../../db/envelopes.ts";
 import { deployments } from "../../db/schema/deployments.ts";
 import { likeEscape, sqlList, uuidList } from "../../db/sql.ts";
 import { assertDeploymentTransition, type DeploymentStatus } from "../../reconciler/states.ts";

@@ -1,7 +1,6 @@
 // Why over 300 lines: every statement on `revisions` and `revision_secrets` lives here by rule (test/db/sql-ownership.test.ts).
 import { type SQL, sql } from "drizzle-orm";
 import { type Executor, inTransaction, type Reader, rows } from "../../db/client.ts";
-import { type EnvelopeColumn, envelopeColumn } from "../../db/envelopes.ts";
 import { revisionSecrets, type StatusChange } from "../../db/schema/deployments.ts";
 import { fromNow, sqlList, uuidList } from "../../db/sql.ts";
 import {
@@ -13,6 +12,7 @@ import {
 } from "../../reconciler/states.ts";
 import type { SecretReference, Source } from "../deployments/schema.ts";
 import { emit } from "../events/emit.ts";
+import type { EnvelopeColumn } from "../../crypto/rotate.ts";
 
 /**
  * The only module that writes SQL on `revisions` and `revision_secrets` (leases and claims aside:
