@@ -10,6 +10,7 @@ import {
   rows,
   type Transaction,
 } from "../../db/client.ts";
+import { envelopeColumn } from "../../db/envelopes.ts";
 import { deployments } from "../../db/schema/deployments.ts";
 import { likeEscape, sqlList, uuidList } from "../../db/sql.ts";
 import { assertDeploymentTransition, type DeploymentStatus } from "../../reconciler/states.ts";

@@ -3,6 +3,7 @@ import type { IntegrationRow } from "../../codehost/drivers.ts";
 import type { EnvelopeColumn } from "../../crypto/rotate.ts";
 import { LOCAL_GIT_POLL_LOCK } from "../../db/channels.ts";
 import { type Executor, inTransaction, type Reader, rows } from "../../db/client.ts";
+import { envelopeColumn } from "../../db/envelopes.ts";
 import { integrations } from "../../db/schema/codehost.ts";
 import { sqlList } from "../../db/sql.ts";
 import { CLAIMABLE } from "../../reconciler/states.ts";

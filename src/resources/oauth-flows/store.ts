@@ -1,6 +1,7 @@
 import { and, eq, isNull, lt } from "drizzle-orm";
 import type { EnvelopeColumn } from "../../crypto/rotate.ts";
 import type { Executor } from "../../db/client.ts";
+import { envelopeColumn } from "../../db/envelopes.ts";
 import { oauthFlows } from "../../db/schema/oauth.ts";
 import type { TokenTenant } from "../oauth-tokens/tenant.ts";
 

@@ -1,6 +1,7 @@
 import { and, asc, eq } from "drizzle-orm";
 import type { EnvelopeColumn } from "../../crypto/rotate.ts";
 import type { Executor } from "../../db/client.ts";
+import { envelopeColumn } from "../../db/envelopes.ts";
 import { oauthProviders } from "../../db/schema/oauth.ts";
 
 /** The only module that writes SQL on `oauth_providers`. Secrets arrive here already encrypted. */

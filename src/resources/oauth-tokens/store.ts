@@ -1,6 +1,7 @@
 import { and, asc, desc, eq, inArray, isNull, ne } from "drizzle-orm";
 import type { EnvelopeColumn } from "../../crypto/rotate.ts";
 import type { Executor } from "../../db/client.ts";
+import { envelopeColumn } from "../../db/envelopes.ts";
 import { oauthProviders, oauthTokens } from "../../db/schema/oauth.ts";
 import type { ProviderRow } from "../oauth-providers/store.ts";
 

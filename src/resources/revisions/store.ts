@@ -13,6 +13,7 @@ import {
 import type { SecretReference, Source } from "../deployments/schema.ts";
 import { emit } from "../events/emit.ts";
 import type { EnvelopeColumn } from "../../crypto/rotate.ts";
+import { envelopeColumn } from "../../db/envelopes.ts";
 
 /**
  * The only module that writes SQL on `revisions` and `revision_secrets` (leases and claims aside:

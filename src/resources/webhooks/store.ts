@@ -2,6 +2,7 @@ import { type SQL, sql } from "drizzle-orm";
 import type { EnvelopeColumn } from "../../crypto/rotate.ts";
 import { EVENTS_CHANNEL } from "../../db/channels.ts";
 import { type Executor, type Reader, rows } from "../../db/client.ts";
+import { envelopeColumn } from "../../db/envelopes.ts";
 import { webhooks } from "../../db/schema/events.ts";
 import { fromNow, isoSql } from "../../db/sql.ts";
 import type { Delivery, ListDeliveriesQuery, Webhook } from "./schema.ts";
