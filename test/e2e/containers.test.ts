@@ -9,7 +9,7 @@ import { type RunningReconciler, startReconciler } from "../../src/reconciler/st
 import { insertApiKey } from "../../src/resources/api-keys/service.ts";
 import { CONTAINER_PORT, OWNER_LABEL } from "../../src/runtimes/local/container.ts";
 import { deploymentNetwork } from "../../src/runtimes/local/container-isolation.ts";
-import { execEngine } from "../../src/runtimes/local/containers/engine.ts";
+import { execEngine } from "../../src/runtimes/engine/engine.ts";
 import { TestImages, testEngine } from "../helpers/container-images.ts";
 import { forEachDatabase } from "../helpers/harness.ts";
 import { waitForRevision } from "../helpers/wait.ts";

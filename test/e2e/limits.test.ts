@@ -3,7 +3,7 @@ import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, it } from "node:test";
 import { type RunningReconciler, startReconciler } from "../../src/reconciler/start.ts";
-import { diskUsage } from "../../src/runtimes/local/disk-limit.ts";
+import { diskUsage } from "../../src/runtimes/build/disk-limit.ts";
 import { gzipBomb } from "../helpers/bomb.ts";
 import { eventually } from "../helpers/eventually.ts";
 import { forEachDatabase } from "../helpers/harness.ts";

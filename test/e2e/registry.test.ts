@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { rmSync } from "node:fs";
 import { after, before, describe, it } from "node:test";
-import { execEngine } from "../../src/runtimes/local/containers/engine.ts";
+import { execEngine } from "../../src/runtimes/engine/engine.ts";
 import { TestImages, testEngine } from "../helpers/container-images.ts";
 import { DB_KINDS } from "../helpers/databases.ts";
 import { eventually as within } from "../helpers/eventually.ts";

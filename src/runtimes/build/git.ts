@@ -1,9 +1,22 @@
 import { execFile } from "node:child_process";
 import { dirname } from "node:path";
 import { SourceError } from "../interface.ts";
+import { abortError, run } from "../shared/exec.ts";
+import type { Layout } from "../shared/layout.ts";
 import { diskUsage, withDiskLimit } from "./disk-limit.ts";
-import { abortError, run } from "./exec.ts";
 import { type LocalLimits, sourceTooLarge, tooManyFiles } from "./limits.ts";
+
+/** Environment for git: no prompts, no system config, English messages we can match. */
+export function gitEnv(layout: Layout): Record<string, string> {
+  return {
+    PATH: process.env.PATH || "/usr/local/bin:/usr/bin:/bin",
+    HOME: layout.homeDir,
+    LANG: "C",
+    LC_ALL: "C",
+    GIT_TERMINAL_PROMPT: "0",
+    GIT_CONFIG_NOSYSTEM: "1",
+  };
+}
 
 export interface GitCheckout {
   url: string;

@@ -1,6 +1,6 @@
-import { BuildError } from "../../interface.ts";
-import type { BuildRecord } from "../app-config.ts";
-import type { EngineFinder } from "./engine.ts";
+import type { EngineFinder } from "../engine/finder.ts";
+import { BuildError } from "../interface.ts";
+import type { BuildRecord } from "./app-config.ts";
 import { ensureImage, imageVersion, inspectImage, qualifiedImage } from "./image.ts";
 
 /** What an image revision's phases do; the runtime calls these for `kind: "image"` sources. */

@@ -1,6 +1,6 @@
-import { SourceError } from "../../interface.ts";
-import { abortError, describeExit, run } from "../exec.ts";
-import { type Engine, execEngine, lastLine } from "./engine.ts";
+import { type Engine, execEngine, lastLine } from "../engine/engine.ts";
+import { SourceError } from "../interface.ts";
+import { abortError, describeExit, run } from "../shared/exec.ts";
 
 /** The label whose value becomes the deployment's `image_version`. */
 export const VERSION_LABEL = "org.opencontainers.image.version";

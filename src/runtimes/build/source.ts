@@ -1,10 +1,9 @@
 import { cp, readdir, rename, rm, stat } from "node:fs/promises";
 import { basename, join } from "node:path";
 import { type PreparedSource, type RevisionSpec, SourceError } from "../interface.ts";
-import { gitEnv } from "./env.ts";
-import { exists } from "./files.ts";
-import { cloneAt } from "./git.ts";
-import type { Layout } from "./layout.ts";
+import { exists } from "../shared/files.ts";
+import type { Layout } from "../shared/layout.ts";
+import { cloneAt, gitEnv } from "./git.ts";
 import type { LocalLimits } from "./limits.ts";
 import { extractTarball } from "./tarball.ts";
 

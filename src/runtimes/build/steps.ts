@@ -1,9 +1,9 @@
 import { join } from "node:path";
 import { BuildError } from "../interface.ts";
+import type { Wrap } from "../shared/exec.ts";
+import { describeExit, run } from "../shared/exec.ts";
+import { exists } from "../shared/files.ts";
 import { packageScript, readPackageJson } from "./app-config.ts";
-import { describeExit, run } from "./exec.ts";
-import { exists } from "./files.ts";
-import type { Wrap } from "./sandbox.ts";
 
 export interface BuildOptions {
   appDir: string;

@@ -4,7 +4,7 @@ import { pipeline, Readable } from "node:stream";
 import { createGunzip } from "node:zlib";
 import { type ReadEntry, x } from "tar";
 import { SourceError } from "../interface.ts";
-import { abortError } from "./exec.ts";
+import { abortError } from "../shared/exec.ts";
 import { type LocalLimits, sourceTooLarge, tooManyFiles } from "./limits.ts";
 
 /** What may be written from an archive: files, directories and links that stay inside it. */

@@ -1,13 +1,11 @@
-import { execFile } from "node:child_process";
 import { createHash } from "node:crypto";
 import { mkdir, writeFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
-import { detectIsolation, type EngineIsolation } from "../container-isolation.ts";
+import { type Engine, execEngine } from "./engine.ts";
+import { detectIsolation } from "./isolation.ts";
 
 /** Which engine runs image revisions: the first usable one, or exactly the one named. */
 export type EngineChoice = "auto" | "podman" | "docker";
-/** `bridge`: a private network with the app's port published on loopback; `host`: the host's network. */
-export type ContainerNetwork = "bridge" | "host";
 
 /**
  * What Slipway's podman reads instead of the system's containers.conf. Measured on cgroup v1 hosts
@@ -21,38 +19,6 @@ runtime = "runc"
 [containers]
 default_ulimits = ["nofile=1024:1024", "nproc=1024:1024"]
 `;
-
-/** The engine CLI as Slipway runs it: its name and the only environment it gets. */
-export interface Engine {
-  name: "podman" | "docker";
-  env: Record<string, string>;
-  /** What keeps its containers apart here (container-isolation.ts); found with the engine. */
-  isolation?: EngineIsolation;
-}
-
-export interface ExecResult {
-  ok: boolean;
-  stdout: string;
-  stderr: string;
-}
-
-/** Runs one engine command to completion (no shell); never throws. */
-export function execEngine(engine: Engine, args: string[], timeoutMs = 120_000): Promise<ExecResult> {
-  return new Promise((done) => {
-    execFile(
-      engine.name,
-      args,
-      { env: engine.env, timeout: timeoutMs, maxBuffer: 16 * 1024 * 1024 },
-      (err, stdout, stderr) => done({ ok: err === null, stdout: String(stdout), stderr: String(stderr) }),
-    );
-  });
-}
-
-/** The last non-empty line an engine printed on stderr: its error message, for log lines. */
-export function lastLine(text: string): string {
-  const lines = text.split("\n").map((l) => l.trim());
-  return lines.filter(Boolean).at(-1) ?? "no message";
-}
 
 /** The server's own settings for reaching an engine, nothing else (no secrets of Slipway). */
 function baseEngineEnv(): Record<string, string> {

@@ -1,10 +1,10 @@
 import { randomBytes } from "node:crypto";
 import { mkdir } from "node:fs/promises";
+import type { BuildRecord } from "../build/app-config.ts";
 import { DeployError, type RevisionSpec } from "../interface.ts";
-import type { BuildRecord } from "./app-config.ts";
+import type { Layout } from "../shared/layout.ts";
 import type { Confiner } from "./confine.ts";
-import type { ContainerNetwork } from "./containers/engine.ts";
-import type { Layout } from "./layout.ts";
+import type { ContainerNetwork } from "./container.ts";
 import type { ProcessRecord } from "./orphans.ts";
 import { missingRedis, RedisServer } from "./redis.ts";
 import { SANDBOX_APP_DIR } from "./sandbox.ts";

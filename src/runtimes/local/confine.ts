@@ -5,8 +5,9 @@ import { chmod, chown, lchown, mkdir, readdir, stat, writeFile } from "node:fs/p
 import { join } from "node:path";
 import type { SandboxMode, UidRange } from "../../config.ts";
 import { BuildError, type RevisionSpec } from "../interface.ts";
+import type { Spawnable, Wrap } from "../shared/exec.ts";
+import type { Layout } from "../shared/layout.ts";
 import { baseEnv } from "./env.ts";
-import type { Layout } from "./layout.ts";
 import { allowedDestinations } from "./network/allowed.ts";
 import { gatedDatabaseUri } from "./network/database.ts";
 import { type DeploymentNetwork, NetworkNamespaces } from "./network/namespace.ts";
@@ -30,8 +31,6 @@ import {
   SANDBOX_APP_DIR,
   SANDBOX_HOME,
   type SandboxChoice,
-  type Spawnable,
-  type Wrap,
 } from "./sandbox.ts";
 import { generateSeccompFilter } from "./seccomp/generate.ts";
 import { UidAllocator } from "./uids.ts";

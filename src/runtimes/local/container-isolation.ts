@@ -1,8 +1,8 @@
-// Why about 300 lines: the whole of what keeps containers apart (flags, ids, firewall, network lifecycle, probe) in one place.
-import { execFile } from "node:child_process";
 import { createHash } from "node:crypto";
-import { appendFile, readFile } from "node:fs/promises";
-import { type Engine, type EngineFinder, execEngine } from "./containers/engine.ts";
+import { type Engine, execEngine } from "../engine/engine.ts";
+import type { EngineFinder } from "../engine/finder.ts";
+import { detectIsolation } from "../engine/isolation.ts";
+import { succeeds } from "../shared/exec.ts";
 import type { ProtectionProbe } from "./protections.ts";
 
 /**
@@ -13,7 +13,8 @@ import type { ProtectionProbe } from "./protections.ts";
  *   the network but its own containers and the published port, and private ranges (the cloud
  *   metadata address included) are out of reach unless allowed;
  * - podman runs each container in a user namespace of its own (`--userns=auto`, from the
- *   `containers` ranges of /etc/subuid and /etc/subgid, set up here when Slipway runs as root);
+ *   `containers` ranges of /etc/subuid and /etc/subgid, which engine/isolation.ts sets up when
+ *   Slipway runs as root);
  * - every container drops all capabilities but a few common images need, with no-new-privileges.
  */
 
@@ -35,88 +36,6 @@ export function hardeningFlags(engine: Engine, hostNetwork: boolean): string[] {
   // Docker remaps users daemon-wide (userns-remap) or not at all: no per-container flag.
   if (engine.name === "podman" && engine.isolation?.userns && !hostNetwork) flags.push("--userns=auto");
   return flags;
-}
-
-/** What podman documents for rootful `--userns=auto`: the `containers` user's subordinate ranges. */
-export const SUBORDINATE_LINE = "containers:2147483647:2147483648";
-
-function hasContainersEntry(text: string): boolean {
-  return text.split("\n").some((line) => line.trim().startsWith("containers:"));
-}
-
-/**
- * Adds the `containers` range to each file that has none (idempotent). Returns whether every file
- * has one afterwards; a file that cannot be read or written counts as missing.
- */
-export async function ensureSubordinateIds(files: string[]): Promise<boolean> {
-  let all = true;
-  for (const file of files) {
-    try {
-      const text = await readFile(file, "utf8").catch((err: NodeJS.ErrnoException) => {
-        if (err.code === "ENOENT") return "";
-        throw err;
-      });
-      if (hasContainersEntry(text)) continue;
-      const sep = text === "" || text.endsWith("\n") ? "" : "\n";
-      await appendFile(file, `${sep}${SUBORDINATE_LINE}\n`);
-    } catch {
-      all = false;
-    }
-  }
-  return all;
-}
-
-/** What an engine can apply on this machine; found once with the engine (engine.ts). */
-export interface EngineIsolation {
-  /** nftables rules on the deployment's bridge can be installed (root, and `nft` works). */
-  firewall: boolean;
-  /** Containers run in user namespaces of their own (podman `--userns=auto`, or docker's userns-remap). */
-  userns: boolean;
-  /** Why something above is off, and how to fix it; empty when all is on. */
-  missing: string[];
-}
-
-function run(file: string, args: string[]): Promise<boolean> {
-  return new Promise((done) => {
-    execFile(file, args, { timeout: 15_000 }, (err) => done(err === null));
-  });
-}
-
-/** Finds what `engine` can apply here; as root, sets up podman's subordinate ranges if missing. */
-export async function detectIsolation(
-  engine: Engine,
-  subordinateFiles = ["/etc/subuid", "/etc/subgid"],
-): Promise<EngineIsolation> {
-  const missing: string[] = [];
-  const root = process.getuid?.() === 0;
-  let firewall = false;
-  if (!root) {
-    missing.push("Slipway is not root, so it cannot install the nftables rules on containers' bridges");
-  } else if (!(await run("nft", ["list", "tables"]))) {
-    missing.push("nft is not usable: apt-get install nftables");
-  } else {
-    firewall = true;
-  }
-  let userns = false;
-  if (engine.name === "podman") {
-    if (root) await ensureSubordinateIds(subordinateFiles);
-    const texts = await Promise.all(subordinateFiles.map((f) => readFile(f, "utf8").catch(() => "")));
-    userns = texts.every(hasContainersEntry);
-    if (!userns) {
-      missing.push(
-        `no "containers" range in ${subordinateFiles.join(" and ")} for podman --userns=auto: add the line ${SUBORDINATE_LINE} to each`,
-      );
-    }
-  } else {
-    const info = await execEngine(engine, ["info", "--format", "{{json .SecurityOptions}}"], 15_000);
-    userns = info.ok && info.stdout.includes("name=userns");
-    if (!userns) {
-      missing.push(
-        'docker runs containers as host root: enable "userns-remap" in its daemon.json, or use podman',
-      );
-    }
-  }
-  return { firewall, userns, missing };
 }
 
 /** The probe "container isolation" (protections.ts) for the engine found and the configured network. */
@@ -302,6 +221,6 @@ export async function removeNetwork(engine: Engine, network: string): Promise<bo
   if ((users.get(network) ?? 0) > 0) return false;
   const r = await execEngine(engine, ["network", "rm", "--", network], 60_000);
   const gone = r.ok || /no such network|not found/i.test(r.stderr);
-  if (gone) await run("nft", ["delete", "table", "inet", firewallTable(network)]);
+  if (gone) await succeeds("nft", ["delete", "table", "inet", firewallTable(network)]);
   return gone;
 }

@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { availableParallelism } from "node:os";
 import { join } from "node:path";
+import { type Engine, execEngine } from "../engine/engine.ts";
 import {
   type ContainerEgress,
   deploymentNetwork,
@@ -15,7 +16,6 @@ import {
   removeNetwork,
   resolversOf,
 } from "./container-isolation.ts";
-import { type ContainerNetwork, type Engine, EngineFinder, execEngine } from "./containers/engine.ts";
 import { writeEnvFile } from "./containers/env-file.ts";
 
 /**
@@ -26,7 +26,8 @@ import { writeEnvFile } from "./containers/env-file.ts";
  * each deployment has a network of its own, guarded by a firewall (container-isolation.ts).
  */
 
-export { EngineFinder };
+/** `bridge`: a private network with the app's port published on loopback; `host`: the host's network. */
+export type ContainerNetwork = "bridge" | "host";
 
 /** Port the app listens on inside its container on a bridge network (given to it as PORT). */
 export const CONTAINER_PORT = 8080;

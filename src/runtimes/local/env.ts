@@ -1,5 +1,4 @@
 import { join } from "node:path";
-import type { Layout } from "./layout.ts";
 
 /**
  * The environment every build command and app process starts from. Deliberately not the server's
@@ -19,16 +18,4 @@ export function baseEnv(home: string, path?: string): Record<string, string> {
   };
   if (process.env.TZ) env.TZ = process.env.TZ;
   return env;
-}
-
-/** Environment for git: no prompts, no system config, English messages we can match. */
-export function gitEnv(layout: Layout): Record<string, string> {
-  return {
-    PATH: process.env.PATH || "/usr/local/bin:/usr/bin:/bin",
-    HOME: layout.homeDir,
-    LANG: "C",
-    LC_ALL: "C",
-    GIT_TERMINAL_PROMPT: "0",
-    GIT_CONFIG_NOSYSTEM: "1",
-  };
 }

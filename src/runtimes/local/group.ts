@@ -1,7 +1,7 @@
 import type { ProcessInfo } from "../interface.ts";
+import { abortError } from "../shared/exec.ts";
 import { Autoscaler, type AutoscaleSettings, CPU, type Decision } from "./autoscaler.ts";
 import { CpuMeter } from "./cpu-usage.ts";
-import { abortError } from "./exec.ts";
 import type { Replica } from "./replica.ts";
 import type { Traffic } from "./traffic.ts";
 

@@ -1,12 +1,13 @@
 import { availableParallelism } from "node:os";
+import type { BuildRecord } from "../build/app-config.ts";
+import { noEngineMessage } from "../build/image-source.ts";
+import type { EngineFinder } from "../engine/finder.ts";
 import type { RevisionSpec } from "../interface.ts";
-import type { BuildRecord } from "./app-config.ts";
+import type { Layout } from "../shared/layout.ts";
 import { type Confiner, type EgressPolicy, UNSANDBOXED_WARNING } from "./confine.ts";
+import type { ContainerNetwork } from "./container.ts";
 import { containerLaunches } from "./container.ts";
-import type { ContainerNetwork, EngineFinder } from "./containers/engine.ts";
-import { noEngineMessage } from "./containers/revision.ts";
 import { cpuCgroupSupported } from "./cpu-cgroup.ts";
-import type { Layout } from "./layout.ts";
 import type { Launch } from "./replica.ts";
 import { unenforcedWarnings } from "./resource-fields.ts";
 import { planScale, type ScalePlan } from "./scale-defaults.ts";

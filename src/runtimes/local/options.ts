@@ -1,7 +1,8 @@
 import type { SandboxMode, UidRange } from "../../config.ts";
+import type { LocalLimits } from "../build/limits.ts";
+import type { EngineChoice } from "../engine/finder.ts";
 import type { EgressPolicy, ProtectionOptions } from "./confine.ts";
-import type { ContainerNetwork, EngineChoice } from "./containers/engine.ts";
-import type { LocalLimits } from "./limits.ts";
+import type { ContainerNetwork } from "./container.ts";
 
 /** How `slipway serve` (reconciler/start.ts) and the tests configure the local runtime; defaults in runtime.ts. */
 

@@ -1,15 +1,20 @@
 import { mkdir, rm, stat } from "node:fs/promises";
+import {
+  type BuildRecord,
+  readBuildRecord,
+  resolveAppConfig,
+  writeBuildRecord,
+} from "../build/app-config.ts";
+import { withDiskLimit } from "../build/disk-limit.ts";
+import { fetchImage, imagePresent, imageRecord } from "../build/image-source.ts";
+import { buildDiskExceeded, type LocalLimits } from "../build/limits.ts";
+import { fetchSource } from "../build/source.ts";
+import { runBuild } from "../build/steps.ts";
+import type { EngineFinder } from "../engine/finder.ts";
 import { type PhaseContext, type PreparedSource, type RevisionSpec, SourceError } from "../interface.ts";
-import { type BuildRecord, readBuildRecord, resolveAppConfig, writeBuildRecord } from "./app-config.ts";
-import { runBuild } from "./build.ts";
+import { abortError } from "../shared/exec.ts";
+import type { Layout } from "../shared/layout.ts";
 import { type Confiner, UNSANDBOXED_WARNING } from "./confine.ts";
-import type { EngineFinder } from "./containers/engine.ts";
-import { fetchImage, imagePresent, imageRecord } from "./containers/revision.ts";
-import { withDiskLimit } from "./disk-limit.ts";
-import { abortError } from "./exec.ts";
-import type { Layout } from "./layout.ts";
-import { buildDiskExceeded, type LocalLimits } from "./limits.ts";
-import { fetchSource } from "./source.ts";
 
 /**
  * The runtime's prepare and build phases: fetch a revision's source (or image) into its directory,

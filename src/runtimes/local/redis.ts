@@ -3,13 +3,13 @@ import { constants } from "node:fs";
 import { access } from "node:fs/promises";
 import { setTimeout as sleep } from "node:timers/promises";
 import { DeployError } from "../interface.ts";
+import type { Wrap } from "../shared/exec.ts";
+import { forEachLine } from "../shared/lines.ts";
+import { killGroup } from "../shared/process-group.ts";
 import { type CpuCgroup, createCpuCgroup } from "./cpu-cgroup.ts";
-import { forEachLine } from "./lines.ts";
 import type { ProcessRecord } from "./orphans.ts";
 import { releasePort, takePort } from "./ports.ts";
-import { killGroup } from "./process-group.ts";
 import { redisCommands } from "./resp.ts";
-import type { Wrap } from "./sandbox.ts";
 
 /**
  * A deployment's own Redis (README "Redis per deployment"): one `redis-server` process in the

@@ -3,6 +3,10 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 import { DeployError } from "../interface.ts";
+import type { Wrap } from "../shared/exec.ts";
+import { abortError } from "../shared/exec.ts";
+import { forEachLine, type Tail } from "../shared/lines.ts";
+import { killGroup } from "../shared/process-group.ts";
 import { createMemoryCgroup, type MemoryCgroup } from "./cgroup.ts";
 import {
   appPort,
@@ -12,15 +16,11 @@ import {
   stopContainer,
 } from "./container.ts";
 import { type CpuCgroup, createCpuCgroup } from "./cpu-cgroup.ts";
-import { abortError } from "./exec.ts";
 import { type HealthResult, waitHealthy } from "./health.ts";
-import { forEachLine, type Tail } from "./lines.ts";
 import { groupRssBytes } from "./memory.ts";
 import type { ProcessRecord } from "./orphans.ts";
 import { PortCheck } from "./port-check.ts";
 import { releasePort, takePort } from "./ports.ts";
-import { killGroup } from "./process-group.ts";
-import type { Wrap } from "./sandbox.ts";
 
 /**
  * How a replica is started: a shell command in the revision's directory (confined by `wrap`, the

@@ -1,5 +1,8 @@
 // Why over 300 lines: the Runtime contract plus activation, whose steps read best in one place.
 import { mkdir, rm } from "node:fs/promises";
+import { type BuildRecord, readBuildRecord } from "../build/app-config.ts";
+import { DEFAULT_LIMITS, type LocalLimits } from "../build/limits.ts";
+import { EngineFinder } from "../engine/finder.ts";
 import {
   type Activation,
   DeployError,
@@ -9,18 +12,15 @@ import {
   type RevisionSpec,
   type Runtime,
 } from "../interface.ts";
-import { type BuildRecord, readBuildRecord } from "./app-config.ts";
+import { abortError } from "../shared/exec.ts";
+import { Layout } from "../shared/layout.ts";
+import { Tail } from "../shared/lines.ts";
 import { ensureCache } from "./cache.ts";
 import { Confiner } from "./confine.ts";
 import { removeDeploymentContainers } from "./container.ts";
 import { containerIsolationCheck } from "./container-isolation.ts";
-import { EngineFinder } from "./containers/engine.ts";
-import { abortError } from "./exec.ts";
 import { RevisionGroup } from "./group.ts";
 import { planLaunch } from "./launch-plan.ts";
-import { Layout } from "./layout.ts";
-import { DEFAULT_LIMITS, type LocalLimits } from "./limits.ts";
-import { Tail } from "./lines.ts";
 import { DEFAULT_SCALING, type LocalRuntimeOptions, type ScalingOptions } from "./options.ts";
 import { ProcessRecord } from "./orphans.ts";
 import { buildRevision, isRevisionBuilt, type PhaseHandles, prepareRevision, revisionLog } from "./phases.ts";

@@ -152,16 +152,6 @@ export function identityFiles(uid: number, gid: number): { passwd: string; group
   };
 }
 
-/** How a command is started: the program, its arguments and the host directory to start it in. */
-export interface Spawnable {
-  file: string;
-  args: string[];
-  cwd: string;
-}
-
-/** Turns a command (argv) into what to spawn: confined, or as it is. */
-export type Wrap = (argv: string[]) => Spawnable;
-
 export function runsAsRoot(): boolean {
   return process.getuid?.() === 0;
 }

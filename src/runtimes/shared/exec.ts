@@ -1,6 +1,16 @@
-import { spawn } from "node:child_process";
+import { execFile, spawn } from "node:child_process";
 import { forEachLine } from "./lines.ts";
 import { killGroup } from "./process-group.ts";
+
+/** How a command is started: the program, its arguments and the host directory to start it in. */
+export interface Spawnable {
+  file: string;
+  args: string[];
+  cwd: string;
+}
+
+/** Turns a command (argv) into what to spawn: confined, or as it is. */
+export type Wrap = (argv: string[]) => Spawnable;
 
 export interface RunOptions {
   cwd: string;
@@ -69,4 +79,11 @@ export function run(file: string, args: string[], opts: RunOptions): Promise<Run
 /** Describes how a process ended, for log lines. */
 export function describeExit(result: RunResult): string {
   return result.signal ? `was killed by ${result.signal}` : `exited with code ${result.code}`;
+}
+
+/** Whether `file args` exits 0 within 15 s (output ignored); never throws. */
+export function succeeds(file: string, args: string[]): Promise<boolean> {
+  return new Promise((done) => {
+    execFile(file, args, { timeout: 15_000 }, (err) => done(err === null));
+  });
 }

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { CONTAINERS_CONF } from "../../../src/runtimes/local/containers/engine.ts";
-import { imageTag, imageVersion, qualifiedImage } from "../../../src/runtimes/local/containers/image.ts";
+import { imageTag, imageVersion, qualifiedImage } from "../../../src/runtimes/build/image.ts";
+import { CONTAINERS_CONF } from "../../../src/runtimes/engine/finder.ts";
 
 /** The pure parts of image revisions; the engine itself is exercised in containers.test.ts. */
 describe("container image references", () => {

@@ -6,9 +6,9 @@ import { Readable } from "node:stream";
 import { after, describe, it } from "node:test";
 import { gunzipSync, gzipSync } from "node:zlib";
 import { c as createTar } from "tar";
+import { diskUsage } from "../../../src/runtimes/build/disk-limit.ts";
+import type { LocalLimits } from "../../../src/runtimes/build/limits.ts";
 import { BuildError, SourceError } from "../../../src/runtimes/interface.ts";
-import { diskUsage } from "../../../src/runtimes/local/disk-limit.ts";
-import type { LocalLimits } from "../../../src/runtimes/local/limits.ts";
 import { gzipBomb } from "../../helpers/bomb.ts";
 import { cleanupTemp, git, newRuntime, phase, spec, tempDir, writeApp } from "../../helpers/local-runtime.ts";
 

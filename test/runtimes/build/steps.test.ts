@@ -79,7 +79,7 @@ describe("local runtime: build", () => {
   });
 
   it("picks npm ci when a lockfile exists, and no step when there is no package.json", async () => {
-    const { buildSteps } = await import("../../../src/runtimes/local/build.ts");
+    const { buildSteps } = await import("../../../src/runtimes/build/steps.ts");
     const withDeps = JSON.stringify({ dependencies: { "left-pad": "1.3.0" } });
     const withLock = writeApp(tempDir(), { extra: { "package.json": withDeps, "package-lock.json": "{}" } });
     assert.deepEqual(await buildSteps(withLock, undefined, undefined), [
@@ -92,7 +92,7 @@ describe("local runtime: build", () => {
   });
 
   it("skips the install when package.json declares no dependencies and no install scripts", async () => {
-    const { buildSteps } = await import("../../../src/runtimes/local/build.ts");
+    const { buildSteps } = await import("../../../src/runtimes/build/steps.ts");
     const steps = (pkg: unknown, extra: Record<string, string> = {}) =>
       buildSteps(
         writeApp(tempDir(), { extra: { "package.json": JSON.stringify(pkg), ...extra } }),

@@ -3,9 +3,9 @@ import { execFileSync, spawn } from "node:child_process";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
+import { type Engine, execEngine } from "../../../src/runtimes/engine/engine.ts";
 import { DeployError, type RevisionSpec, SourceError } from "../../../src/runtimes/interface.ts";
 import { CONTAINER_PORT } from "../../../src/runtimes/local/container.ts";
-import { type Engine, execEngine } from "../../../src/runtimes/local/containers/engine.ts";
 import type { LocalRuntime } from "../../../src/runtimes/local/runtime.ts";
 import {
   DEPLOYMENT_LABEL,

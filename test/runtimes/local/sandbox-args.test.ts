@@ -2,7 +2,6 @@ import assert from "node:assert/strict";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
-import { Layout } from "../../../src/runtimes/local/layout.ts";
 import {
   bwrapArgs,
   type Confinement,
@@ -11,6 +10,7 @@ import {
   identityFiles,
 } from "../../../src/runtimes/local/sandbox.ts";
 import { UidAllocator } from "../../../src/runtimes/local/uids.ts";
+import { Layout } from "../../../src/runtimes/shared/layout.ts";
 import { cleanupTemp, tempDir } from "../../helpers/local-runtime.ts";
 
 const SYSTEM: HostSystem = {
