@@ -9,7 +9,7 @@ import {
   Watch,
 } from "@kubernetes/client-node";
 import { LABEL_LISTENER, MANAGED_BY } from "./manifests/common.ts";
-import type { K8sObject } from "./types.ts";
+import type { K8sObject } from "./manifests/types.ts";
 
 export const FIELD_MANAGER = "slipway";
 

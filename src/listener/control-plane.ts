@@ -1,6 +1,6 @@
 // The listener's only connection: outbound HTTP to the control plane (long-polled desired state,
 // status reports). See README "Running on Kubernetes" for the protocol.
-import type { DesiredState, RevisionReport } from "./types.ts";
+import type { DesiredState, RevisionReport } from "../protocol/listener.ts";
 
 export class ControlPlaneError extends Error {
   constructor(
@@ -51,11 +51,15 @@ export class ControlPlane {
   /** Long poll: answers at once when the version is past `after`, else when it changes or `wait` ends. */
   async desired(after: number, waitSeconds: number, signal?: AbortSignal): Promise<DesiredState> {
     const res = await this.request(`desired?after=${after}&wait=${waitSeconds}`, { method: "GET" }, signal);
-    const body = (await res.json()) as DesiredState;
+    const body = (await res.json()) as Partial<DesiredState>;
     if (typeof body.version !== "number" || !Array.isArray(body.deployments)) {
       throw new ControlPlaneError("desired state answer is not {version, deployments}");
     }
-    return body;
+    // A server older than `namespaces` sends none: prune only where deployments are.
+    const namespaces = Array.isArray(body.namespaces)
+      ? body.namespaces.filter((ns) => typeof ns === "string")
+      : [];
+    return { ...(body as DesiredState), namespaces };
   }
 
   /** Reports revision states; an empty list is a heartbeat. */

@@ -1,11 +1,17 @@
 import { randomBytes } from "node:crypto";
 import { KubeConfig } from "@kubernetes/client-node";
+import {
+  type DesiredDeployment,
+  type DesiredState,
+  hostOf,
+  type RevisionReport,
+} from "../protocol/listener.ts";
 import { Cluster, ClusterError } from "./cluster.ts";
 import { ControlPlane, type ControlPlaneOptions } from "./control-plane.ts";
 import { LABEL_INSTANCE, LABEL_REVISION } from "./manifests/common.ts";
 import { manifestsFor, names, type Passwords, partsOf } from "./manifests/index.ts";
+import type { K8sObject, ManifestOptions } from "./manifests/types.ts";
 import { revisionState } from "./rollout.ts";
-import type { DesiredDeployment, DesiredState, K8sObject, ManifestOptions, RevisionReport } from "./types.ts";
 
 export interface ListenerOptions {
   controlPlane: ControlPlaneOptions;
@@ -103,10 +109,10 @@ export class Listener {
 
   private async reconcile(state: DesiredState): Promise<void> {
     this.reconcileNeeded = false;
-    const extra = (state as { namespaces?: unknown }).namespaces;
-    if (Array.isArray(extra)) for (const ns of extra) if (typeof ns === "string") this.namespaces.add(ns);
+    for (const ns of state.namespaces) this.namespaces.add(ns);
+    const domain = this.o.domain;
     const deployments = state.deployments.map((d) =>
-      d.host || !this.o.domain ? d : { ...d, host: `${d.name}.${this.o.domain}` },
+      d.host || !domain ? d : { ...d, host: hostOf({ appsDomain: domain }, d.name) },
     );
     const keep = new Set<string>();
     const options: ManifestOptions = { ...this.o.manifests, listenerId: this.o.controlPlane.listenerId };

@@ -1,7 +1,7 @@
 // `slipway listener` arguments and their environment fallbacks, parsed and checked once here.
 import { ConfigError } from "../config.ts";
 import type { ListenerOptions } from "./listener.ts";
-import type { Routing } from "./types.ts";
+import type { Routing } from "./manifests/types.ts";
 
 export const LISTENER_USAGE = `Usage: slipway listener --url URL --api-key KEY --listener-id ID [options]
 

@@ -1,6 +1,6 @@
 // A revision's rollout state from its Deployments and pods, as `kubectl rollout status` judges it,
 // plus the failures a Deployment alone does not show (image pulls and crash loops are in pods).
-import type { RevisionReport, RevisionState } from "./types.ts";
+import type { RevisionReport, RevisionState } from "../protocol/listener.ts";
 
 type Obj = Record<string, unknown>;
 

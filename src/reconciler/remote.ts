@@ -1,8 +1,8 @@
 import { LISTENER_CHANNEL, REPORT_CHANNEL } from "../db/channels.ts";
 import type { Database } from "../db/client.ts";
 import { ChannelWaiters } from "../db/waiters.ts";
+import { hostOf } from "../protocol/listener.ts";
 import { listenerOfDeployment } from "../resources/deployments/store.ts";
-import { hostOf } from "../resources/listeners/desired.ts";
 import { recordImageRef, remoteState } from "../resources/revisions/store.ts";
 import type { RemoteBridge, RemoteReport } from "../runtimes/remote/runtime.ts";
 

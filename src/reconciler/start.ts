@@ -1,5 +1,5 @@
 import type { AppDeps } from "../deps.ts";
-import { APP_PORT } from "../resources/listeners/desired.ts";
+import { APP_PORT } from "../protocol/listener.ts";
 import { registryLogin } from "../resources/push-tokens/login.ts";
 import { LocalRuntime } from "../runtimes/local/runtime.ts";
 import { PodmanImageBuilder } from "../runtimes/remote/builder.ts";

@@ -1,4 +1,5 @@
-import type { DesiredDeployment, ManifestOptions } from "../../src/listener/types.ts";
+import type { ManifestOptions } from "../../src/listener/manifests/types.ts";
+import type { DesiredDeployment } from "../../src/protocol/listener.ts";
 
 export const LISTENER_ID = "0b6c3f0e-5d1a-4c53-9f0e-2a4c1d7e9b10";
 
@@ -11,11 +12,12 @@ export function desired(overrides: Partial<DesiredDeployment> = {}): DesiredDepl
     image: "registry.example.com/shop:1.0",
     env: { PORT: "8080", GREETING: "hello" },
     secret_references: [],
-    resource_spec: null,
+    resource_spec: {},
     health_path: "/ok",
     port: 8080,
     host: "shop.apps.example.com",
     deployment_type: "dev",
+    registry_credentials: null,
     ...overrides,
   };
 }

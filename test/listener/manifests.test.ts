@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { manifestsFor } from "../../src/listener/manifests/index.ts";
-import type { K8sObject } from "../../src/listener/types.ts";
+import type { K8sObject } from "../../src/listener/manifests/types.ts";
 import { validateManifest } from "../helpers/k8s-models.ts";
 import { desired, FULL_SPEC, LISTENER_ID, manifestOptions } from "../helpers/listener-fixtures.ts";
 
@@ -272,7 +272,7 @@ describe("manifests of a deployment", () => {
   });
 
   it("no route without a host or with routing off; an Ingress without class uses the cluster default", () => {
-    assert.ok(!manifestsFor(desired({ host: null }), manifestOptions()).some((o) => o.kind === "Ingress"));
+    assert.ok(!manifestsFor(desired({ host: "" }), manifestOptions()).some((o) => o.kind === "Ingress"));
     assert.ok(
       !manifestsFor(desired(), manifestOptions({ routing: { kind: "none" } })).some(
         (o) => o.kind === "Ingress",

@@ -1,7 +1,8 @@
-import type { DesiredDeployment, K8sObject } from "../types.ts";
+import type { DesiredDeployment } from "../../protocol/listener.ts";
 import { metadata, resourcesFor, selectorFor } from "./common.ts";
 import { service } from "./network.ts";
 import { secret } from "./secret.ts";
+import type { K8sObject } from "./types.ts";
 
 /**
  * A Redis for a deployment whose spec asks for one (`redis_*`): a Secret (password and the app's

@@ -1,4 +1,5 @@
-import type { DesiredDeployment, K8sObject } from "../types.ts";
+import type { DesiredDeployment } from "../../protocol/listener.ts";
+import type { K8sObject } from "./types.ts";
 
 export const MANAGED_BY = "slipway";
 export const LABEL_DEPLOYMENT = "slipway.dev/deployment-id";

@@ -1,7 +1,8 @@
-import type { DesiredDeployment, K8sObject } from "../types.ts";
+import type { DesiredDeployment } from "../../protocol/listener.ts";
 import { metadata, num, resourcesFor, selectorFor } from "./common.ts";
 import { service } from "./network.ts";
 import { secret } from "./secret.ts";
+import type { K8sObject } from "./types.ts";
 
 const USER = "app";
 const DB = "app";

@@ -1,9 +1,10 @@
-import type { DesiredDeployment, K8sObject, ManifestOptions } from "../types.ts";
+import type { DesiredDeployment } from "../../protocol/listener.ts";
 import { redis } from "./cache.ts";
 import { asksFor, baseName, registrySecretName } from "./common.ts";
 import { postgres, URI_KEY } from "./database.ts";
 import { route, service } from "./network.ts";
 import { pullSecret, secret } from "./secret.ts";
+import type { K8sObject, ManifestOptions } from "./types.ts";
 import { appDeployment, autoscaler, disruptionBudget, type WorkloadInput } from "./workloads.ts";
 
 /** Generated passwords of the parts that have one; the listener keeps them in their Secrets. */

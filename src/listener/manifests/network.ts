@@ -1,5 +1,6 @@
-import type { DesiredDeployment, K8sObject, Routing } from "../types.ts";
+import type { DesiredDeployment } from "../../protocol/listener.ts";
 import { type Component, metadata, selectorFor } from "./common.ts";
+import type { K8sObject, Routing } from "./types.ts";
 
 /** A ClusterIP Service on port `port` in front of a component's pods. */
 export function service(

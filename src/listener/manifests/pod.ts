@@ -1,4 +1,4 @@
-import type { DesiredDeployment } from "../types.ts";
+import type { DesiredDeployment } from "../../protocol/listener.ts";
 import { registrySecretName, resourcesFor } from "./common.ts";
 
 type Obj = Record<string, unknown>;

@@ -1,5 +1,6 @@
-import type { DesiredDeployment, K8sObject, RegistryCredentials } from "../types.ts";
+import type { DesiredDeployment, RegistryCredentials } from "../../protocol/listener.ts";
 import { base64, type Component, metadata } from "./common.ts";
+import type { K8sObject } from "./types.ts";
 
 /** An Opaque Secret holding `values` (base64 in `data`, so what is applied is what is stored). */
 export function secret(

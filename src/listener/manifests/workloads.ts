@@ -1,6 +1,7 @@
-import type { DesiredDeployment, K8sObject } from "../types.ts";
+import type { DesiredDeployment } from "../../protocol/listener.ts";
 import { type Component, LABEL_REVISION, labelsFor, metadata, scaleOf, selectorFor } from "./common.ts";
 import { appContainer, podSpec, stringMap } from "./pod.ts";
+import type { K8sObject } from "./types.ts";
 
 type Obj = Record<string, unknown>;
 

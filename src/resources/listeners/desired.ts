@@ -2,16 +2,18 @@ import { createHash } from "node:crypto";
 import type { Keyring } from "../../crypto/envelope.ts";
 import type { Database } from "../../db/client.ts";
 import type { ChannelWaiters } from "../../db/waiters.ts";
+import {
+  APP_PORT,
+  type DesiredDeployment,
+  type DesiredState,
+  HEALTH_PATH,
+  hostOf,
+} from "../../protocol/listener.ts";
 import { readRevisionSecrets } from "../deployments/secrets.ts";
 import { credentialEpoch, pullCredentials } from "../push-tokens/login.ts";
 import { desiredPairs, type RemoteRevisionRow, remoteRevisionRows } from "../revisions/store.ts";
-import type { DesiredDeployment, DesiredState } from "./schema.ts";
 import { desiredVersion, listenerNamespaces, touchListener } from "./store.ts";
 
-/** The port an app listens on in its pod (given to it as PORT), as on this server's containers. */
-export const APP_PORT = 8080;
-/** Readiness and liveness probes of an app ask this path. */
-export const HEALTH_PATH = "/";
 /** Re-check at least this often while waiting, in case a notification was missed. */
 const RECHECK_MS = 2000;
 
@@ -26,9 +28,6 @@ export function imageOf(row: Pick<RemoteRevisionRow, "source_revision_config" | 
   const uri = row.source_revision_config.image_uri;
   return row.image_ref ?? (typeof uri === "string" ? uri : "");
 }
-
-export const hostOf = (settings: Pick<DesiredSettings, "appsDomain">, name: string) =>
-  `${name}.${settings.appsDomain}`;
 
 async function describe(
   db: Database,

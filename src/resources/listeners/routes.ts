@@ -4,17 +4,15 @@ import { ChannelWaiters } from "../../db/waiters.ts";
 import { listenerOf, workspaceOf } from "../../http/auth.ts";
 import { ErrorBody } from "../../http/errors.ts";
 import type { App } from "../../http/types.ts";
+import { DesiredQuery, DesiredState, StatusReport } from "../../protocol/listener.ts";
 import { pollDesired } from "./desired.ts";
 import {
   CreateListenerBody,
-  DesiredQuery,
-  DesiredState,
   Listener,
   ListenerList,
   ListenerParams,
   ListListenersQuery,
   PatchListenerBody,
-  StatusReport,
 } from "./schema.ts";
 import { createListener, deleteListener, getListener, listListeners, patchListener } from "./service.ts";
 import { reportStatus } from "./status.ts";

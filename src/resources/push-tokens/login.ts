@@ -1,7 +1,7 @@
 import type { Config, RegistryTokenConfig } from "../../config.ts";
+import type { RegistryCredentials } from "../../protocol/listener.ts";
 import type { RegistryLogin } from "../../runtimes/remote/builder.ts";
 import { registryHost, repositoryPath, splitImageRef } from "../../runtimes/remote/image-ref.ts";
-import type { RegistryCredentials } from "./schema.ts";
 
 /** The user name token logins use; Slipway's token endpoint reads only the password. */
 export const TOKEN_USERNAME = "slipway";

@@ -3,17 +3,6 @@ import { Uuid } from "../../core/shapes.ts";
 
 export const PushTokenParams = Type.Object({ deployment_id: Uuid });
 
-/** How a listener's cluster pulls an image from Slipway's registry (the desired state's `registry_credentials`). */
-export const RegistryCredentials = Type.Object({
-  registry: Type.String({ description: "host[:port] of SLIPWAY_REGISTRY_URL." }),
-  username: Type.String(),
-  password: Type.String(),
-  expires_at: Type.Union([Type.String({ format: "date-time" }), Type.Null()], {
-    description: "When the password stops working; the desired state hands out a new one at half its life.",
-  }),
-});
-export type RegistryCredentials = Static<typeof RegistryCredentials>;
-
 export const PushToken = Type.Object({
   token: Type.Union([Type.String(), Type.Null()], {
     description:

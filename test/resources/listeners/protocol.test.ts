@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import type { AddressInfo } from "node:net";
 import { after, before, it } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
+import type { DesiredState } from "../../../src/protocol/listener.ts";
 import type { Reconciler } from "../../../src/reconciler/reconciler.ts";
 import { sourceResolver } from "../../../src/reconciler/sources.ts";
 import { call, createDocker, locs, type Revision, uniqueName } from "../../helpers/deployments.ts";
@@ -16,24 +17,7 @@ import { waitForRevision } from "../../helpers/wait.ts";
  * reconciler, and reads the revisions' and deployments' statuses as a user would.
  */
 
-interface Desired {
-  version: number;
-  listener_id: string;
-  deployments: {
-    deployment_id: string;
-    name: string;
-    namespace: string;
-    revision_id: string;
-    image: string;
-    env: Record<string, string>;
-    secret_references: { name: string; secret_name: string; key: string }[];
-    resource_spec: Record<string, unknown>;
-    health_path: string;
-    port: number;
-    host: string;
-    deployment_type: string;
-  }[];
-}
+type Desired = DesiredState;
 
 interface Agent {
   id: string;
