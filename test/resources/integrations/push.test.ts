@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import { mkdirSync, mkdtempSync, realpathSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, realpathSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { before, it } from "node:test";
@@ -13,6 +13,7 @@ import { authMatrix } from "../../helpers/auth-matrix.ts";
 import { eventually } from "../../helpers/eventually.ts";
 import { git, workingRepo } from "../../helpers/git-fixtures.ts";
 import { forEachDatabase, type TestContext } from "../../helpers/harness.ts";
+import { REPO_ROOT } from "../../helpers/process.ts";
 
 const BASE = "/v1/integrations/forge/codehost";
 const ROOT = realpathSync(mkdtempSync(join(tmpdir(), "slipway-push-")));
@@ -407,23 +408,27 @@ forEachDatabase(
       assert.equal(await revisionCount(ctx, late), 3, "a head the latest revision is at builds nothing");
     });
 
-    it("the README's openssl + curl post-receive snippet sends a push the webhook accepts", async () => {
+    it("the openssl + curl post-receive snippet of docs/codehost.md sends a push the webhook accepts", async () => {
       const ctx = suite.ctx;
       const server = await ctx.app.listen({ port: 0, host: "127.0.0.1" });
       const secretFile = join(repos.team, "..", "hook.secret");
       writeFileSync(secretFile, secret);
       const old = git(repos.app, "rev-parse", "HEAD");
       const sha = commitFile(repos.app, "server.js", "snippet");
-      // The snippet as README "Build on push" shows it, with this test's secret file and URL.
-      const snippet = `while read old new ref; do
-  case "$ref" in refs/heads/*) ;; *) continue ;; esac
-  body=$(printf '{"ref":"%s","before":"%s","after":"%s","repository":{"html_url":"file://%s"},"commits":[]}' \\
-    "$ref" "$old" "$new" "$(cd "$(git rev-parse --git-dir)" && pwd -P)")
-  sig=$(printf '%s' "$body" | openssl dgst -sha256 -hmac "$(cat ${secretFile})" | sed 's/^.* //')
-  curl -fsS -H 'content-type: application/json' -H 'x-github-event: push' \\
-    -H "x-github-delivery: $(cat /proc/sys/kernel/random/uuid)" -H "x-hub-signature-256: sha256=$sig" \\
-    --data-binary "$body" "${server}/v1/integrations/forge/codehost/${integrationId}/webhook"
-done`;
+      // The snippet as the page shows it, with this test's secret file, URL and integration.
+      const page = readFileSync(join(REPO_ROOT, "docs", "codehost.md"), "utf8");
+      const shown = /```sh\n(#!\/bin\/sh\nwhile read old new ref;[^`]*?)```/.exec(page)?.[1];
+      assert.ok(shown, "docs/codehost.md shows the post-receive snippet");
+      const placeholders: [string, string][] = [
+        ["/etc/slipway/hook.secret", secretFile],
+        ["http://127.0.0.1:8080", server],
+        ["<integration id>", integrationId],
+      ];
+      let snippet = shown;
+      for (const [placeholder, value] of placeholders) {
+        assert.ok(snippet.includes(placeholder), `the snippet names ${placeholder}`);
+        snippet = snippet.replaceAll(placeholder, value);
+      }
       const out = await new Promise<string>((resolve, reject) => {
         const child = execFile("sh", ["-c", snippet], { cwd: repos.app }, (err, stdout, stderr) =>
           err ? reject(new Error(`${err.message}: ${stderr}`)) : resolve(stdout),
