@@ -10,7 +10,7 @@ import { containerLaunches } from "./container.ts";
 import { cpuCgroupSupported } from "./cpu-cgroup.ts";
 import type { Launch } from "./replica.ts";
 import { unenforcedWarnings } from "./resource-fields.ts";
-import { planScale, type ScalePlan } from "./scale-defaults.ts";
+import { planScale, type ScalePlan } from "./scaling/scale-defaults.ts";
 
 /**
  * What an activation starts, decided from the build record and the revision's resource_spec: how

@@ -28,8 +28,8 @@ import { OTHER_PROTECTION_PROBES } from "./protections.ts";
 import { Replica } from "./replica.ts";
 import { recordRestart } from "./request-metrics.ts";
 import { AppsRouter } from "./router.ts";
+import type { Traffic } from "./scaling/traffic.ts";
 import { DeploymentSlot } from "./slot.ts";
-import type { Traffic } from "./traffic.ts";
 
 export type { LocalRuntimeOptions, RuntimeLogger } from "./options.ts";
 

@@ -3,7 +3,7 @@ import type { RevisionGroup } from "./group.ts";
 import type { ProcessRecord } from "./orphans.ts";
 import type { RedisServer } from "./redis.ts";
 import type { AppsRouter } from "./router.ts";
-import { Traffic } from "./traffic.ts";
+import { Traffic } from "./scaling/traffic.ts";
 
 /**
  * What runs for one deployment on this machine: the active revision group, the groups starting or

@@ -1,4 +1,4 @@
-import type { DeploymentType } from "../interface.ts";
+import type { DeploymentType } from "../../interface.ts";
 
 /**
  * What `deployment_type` means on this machine: the defaults a revision's resource_spec does not

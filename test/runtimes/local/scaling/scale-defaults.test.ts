@@ -1,6 +1,9 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { DEPLOYMENT_TYPE_DEFAULTS, planScale } from "../../../src/runtimes/local/scale-defaults.ts";
+import {
+  DEPLOYMENT_TYPE_DEFAULTS,
+  planScale,
+} from "../../../../src/runtimes/local/scaling/scale-defaults.ts";
 
 const plan = (spec: Record<string, unknown>, type: "dev_free" | "dev" | "prod", max = 8) => {
   const lines: string[] = [];

@@ -1,7 +1,11 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { Autoscaler, type AutoscaleSettings, CPU } from "../../../src/runtimes/local/autoscaler.ts";
-import { Traffic } from "../../../src/runtimes/local/traffic.ts";
+import {
+  Autoscaler,
+  type AutoscaleSettings,
+  CPU,
+} from "../../../../src/runtimes/local/scaling/autoscaler.ts";
+import { Traffic } from "../../../../src/runtimes/local/scaling/traffic.ts";
 
 const settings: AutoscaleSettings = {
   min: 1,
