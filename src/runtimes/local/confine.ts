@@ -13,15 +13,8 @@ import { gatedDatabaseUri } from "./network/database.ts";
 import { type DeploymentNetwork, NetworkNamespaces } from "./network/namespace.ts";
 import { probeNetworkNamespaces } from "./network/probe.ts";
 import { choosePidsLimit, type PidsJoin, type PidsLimiter } from "./pids-limit.ts";
-import {
-  OTHER_PROTECTION_PROBES,
-  offFor,
-  type ProtectionCheck,
-  type ProtectionProbe,
-  protectionRefusal,
-  runProbes,
-  startRefusal,
-} from "./protections.ts";
+import { offFor, type ProtectionCheck, type ProtectionProbe, runProbes } from "./protections/probes.ts";
+import { NO_SANDBOX_REFUSAL, protectionRefusal, startRefusal } from "./protections/refusals.ts";
 import {
   bwrapArgs,
   type Confinement,
@@ -35,16 +28,12 @@ import {
 import { generateSeccompFilter } from "./seccomp/generate.ts";
 import { UidAllocator } from "./uids.ts";
 
-/** Said to tenants whose revision cannot run here; names no host detail. */
-export const NO_SANDBOX_REFUSAL =
-  "this machine runs apps without a sandbox, so only the install's first organization may deploy; " +
-  "the operator must install bubblewrap (Debian: apt-get install bubblewrap) and start Slipway " +
-  "with SLIPWAY_SANDBOX=auto or bwrap (README: Sandbox)";
-
-/** In every build and deploy log of the first organization's apps when there is no sandbox. */
-export const UNSANDBOXED_WARNING =
-  "slipway: warning: no sandbox is in use on this machine; this app runs unsandboxed, as Slipway's " +
-  "own user and with access to its files (README: Sandbox)";
+/**
+ * Probes of the parts that live elsewhere, run at start beside the pids limit and seccomp, which
+ * the sandbox probes itself. Add a part's probe here; one that needs the runtime's state (container
+ * isolation: its engine and network) is added by runtime.ts.
+ */
+export const OTHER_PROTECTION_PROBES: readonly ProtectionCheck[] = [probeNetworkNamespaces];
 
 /** How one deployment's commands are started: confined (or not) and with which base environment. */
 export interface Confined {

@@ -1,4 +1,4 @@
-import type { ProtectionProbe } from "../protections.ts";
+import type { ProtectionProbe } from "../protections/probes.ts";
 import { run } from "./commands.ts";
 
 /**

@@ -1,16 +1,15 @@
 import assert from "node:assert/strict";
 import { after, describe, it } from "node:test";
-import { DeployError } from "../../../src/runtimes/interface.ts";
-import { hostLauncher } from "../../../src/runtimes/local/confine.ts";
+import { DeployError } from "../../../../src/runtimes/interface.ts";
+import { hostLauncher } from "../../../../src/runtimes/local/confine.ts";
 import {
   offFor,
   type ProtectionProbe,
-  protectionRefusal,
   runProbes,
-  startRefusal,
-} from "../../../src/runtimes/local/protections.ts";
-import { bwrapSkip } from "../../helpers/bwrap.ts";
-import { cleanupTemp, newRuntime, phase, spec, tempDir, writeApp } from "../../helpers/local-runtime.ts";
+} from "../../../../src/runtimes/local/protections/probes.ts";
+import { protectionRefusal, startRefusal } from "../../../../src/runtimes/local/protections/refusals.ts";
+import { bwrapSkip } from "../../../helpers/bwrap.ts";
+import { cleanupTemp, newRuntime, phase, spec, tempDir, writeApp } from "../../../helpers/local-runtime.ts";
 
 const RANGE = { first: 314_000, last: 314_099 };
 const skip = await bwrapSkip(RANGE);
