@@ -5,7 +5,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type Engine, execEngine } from "../../src/runtimes/engine/engine.ts";
 import { EngineFinder } from "../../src/runtimes/engine/finder.ts";
-import { DEPLOYMENT_LABEL, OWNER_LABEL, REVISION_LABEL } from "../../src/runtimes/local/container.ts";
+import {
+  DEPLOYMENT_LABEL,
+  OWNER_LABEL,
+  REVISION_LABEL,
+} from "../../src/runtimes/local/containers/container.ts";
 
 /**
  * Images for container tests, built on this machine without a registry: a base image imported from

@@ -4,7 +4,7 @@ import type { BuildRecord } from "../build/app-config.ts";
 import { DeployError, type RevisionSpec } from "../interface.ts";
 import type { Layout } from "../shared/layout.ts";
 import type { Confiner } from "./confine.ts";
-import type { ContainerNetwork } from "./container.ts";
+import type { ContainerNetwork } from "./containers/container.ts";
 import type { ProcessRecord } from "./orphans.ts";
 import { missingRedis, RedisServer } from "./redis.ts";
 import { SANDBOX_APP_DIR } from "./sandbox.ts";

@@ -14,7 +14,7 @@ import {
   containerCommand,
   containerPidFinder,
   stopContainer,
-} from "./container.ts";
+} from "./containers/container.ts";
 import { type CpuCgroup, createCpuCgroup } from "./cpu-cgroup.ts";
 import { type HealthResult, waitHealthy } from "./health.ts";
 import { groupRssBytes } from "./memory.ts";

@@ -1,9 +1,9 @@
 import { createHash } from "node:crypto";
-import { type Engine, execEngine } from "../engine/engine.ts";
-import type { EngineFinder } from "../engine/finder.ts";
-import { detectIsolation } from "../engine/isolation.ts";
-import { succeeds } from "../shared/exec.ts";
-import type { ProtectionProbe } from "./protections/probes.ts";
+import { type Engine, execEngine } from "../../engine/engine.ts";
+import type { EngineFinder } from "../../engine/finder.ts";
+import { detectIsolation } from "../../engine/isolation.ts";
+import { succeeds } from "../../shared/exec.ts";
+import type { ProtectionProbe } from "../protections/probes.ts";
 
 /**
  * Containers kept apart from the host and from each other (issue 26 item 2; docs/containers.md):

@@ -3,18 +3,26 @@ import { execFileSync, spawn } from "node:child_process";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { type Engine, execEngine } from "../../../src/runtimes/engine/engine.ts";
-import { DeployError, type RevisionSpec, SourceError } from "../../../src/runtimes/interface.ts";
-import { CONTAINER_PORT } from "../../../src/runtimes/local/container.ts";
-import type { LocalRuntime } from "../../../src/runtimes/local/runtime.ts";
+import { type Engine, execEngine } from "../../../../src/runtimes/engine/engine.ts";
+import { DeployError, type RevisionSpec, SourceError } from "../../../../src/runtimes/interface.ts";
+import { CONTAINER_PORT } from "../../../../src/runtimes/local/containers/container.ts";
+import type { LocalRuntime } from "../../../../src/runtimes/local/runtime.ts";
 import {
   DEPLOYMENT_LABEL,
   OWNER_LABEL,
   REVISION_LABEL,
   TestImages,
   testEngine,
-} from "../../helpers/container-images.ts";
-import { cleanupTemp, hit, newRuntime, phase, spec, tempDir, waitFor } from "../../helpers/local-runtime.ts";
+} from "../../../helpers/container-images.ts";
+import {
+  cleanupTemp,
+  hit,
+  newRuntime,
+  phase,
+  spec,
+  tempDir,
+  waitFor,
+} from "../../../helpers/local-runtime.ts";
 
 /** Real containers (podman here, docker where that is what works) of images built on this machine. */
 
@@ -229,7 +237,7 @@ describe("local runtime: containers", () => {
       [
         "--import",
         "tsx",
-        join(import.meta.dirname, "..", "..", "helpers", "container-host.ts"),
+        join(import.meta.dirname, "..", "..", "..", "helpers", "container-host.ts"),
         dataDir,
         JSON.stringify(s),
       ],

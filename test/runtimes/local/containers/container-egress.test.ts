@@ -1,12 +1,15 @@
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { after, before, describe, it } from "node:test";
-import { type Engine, execEngine } from "../../../src/runtimes/engine/engine.ts";
-import type { RevisionSpec } from "../../../src/runtimes/interface.ts";
-import { deploymentNetwork, firewallTable } from "../../../src/runtimes/local/container-isolation.ts";
-import type { LocalRuntime } from "../../../src/runtimes/local/runtime.ts";
-import { TestImages, testEngine } from "../../helpers/container-images.ts";
-import { cleanupTemp, hit, newRuntime, phase, spec, tempDir } from "../../helpers/local-runtime.ts";
+import { type Engine, execEngine } from "../../../../src/runtimes/engine/engine.ts";
+import type { RevisionSpec } from "../../../../src/runtimes/interface.ts";
+import {
+  deploymentNetwork,
+  firewallTable,
+} from "../../../../src/runtimes/local/containers/container-isolation.ts";
+import type { LocalRuntime } from "../../../../src/runtimes/local/runtime.ts";
+import { TestImages, testEngine } from "../../../helpers/container-images.ts";
+import { cleanupTemp, hit, newRuntime, phase, spec, tempDir } from "../../../helpers/local-runtime.ts";
 
 /**
  * SLIPWAY_APP_EGRESS and SLIPWAY_APP_EGRESS_ALLOW reach containers: the runtime hands the policy to

@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { availableParallelism } from "node:os";
 import { join } from "node:path";
-import { type Engine, execEngine } from "../engine/engine.ts";
+import { type Engine, execEngine } from "../../engine/engine.ts";
 import {
   type ContainerEgress,
   deploymentNetwork,
@@ -16,7 +16,7 @@ import {
   removeNetwork,
   resolversOf,
 } from "./container-isolation.ts";
-import { writeEnvFile } from "./containers/env-file.ts";
+import { writeEnvFile } from "./env-file.ts";
 
 /**
  * Image revisions as replicas. A replica's process is `<engine> create … && <engine> start

@@ -6,10 +6,10 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { type Engine, execEngine } from "../../../src/runtimes/engine/engine.ts";
-import { EngineFinder } from "../../../src/runtimes/engine/finder.ts";
-import { ensureSubordinateIds, SUBORDINATE_LINE } from "../../../src/runtimes/engine/isolation.ts";
-import type { RevisionSpec } from "../../../src/runtimes/interface.ts";
+import { type Engine, execEngine } from "../../../../src/runtimes/engine/engine.ts";
+import { EngineFinder } from "../../../../src/runtimes/engine/finder.ts";
+import { ensureSubordinateIds, SUBORDINATE_LINE } from "../../../../src/runtimes/engine/isolation.ts";
+import type { RevisionSpec } from "../../../../src/runtimes/interface.ts";
 import {
   CONTAINER_CAPS,
   containerIsolationCheck,
@@ -18,10 +18,10 @@ import {
   firewallTable,
   probeContainerIsolation,
   resolversOf,
-} from "../../../src/runtimes/local/container-isolation.ts";
-import type { LocalRuntime } from "../../../src/runtimes/local/runtime.ts";
-import { TestImages, testEngine } from "../../helpers/container-images.ts";
-import { cleanupTemp, hit, newRuntime, phase, spec, tempDir } from "../../helpers/local-runtime.ts";
+} from "../../../../src/runtimes/local/containers/container-isolation.ts";
+import type { LocalRuntime } from "../../../../src/runtimes/local/runtime.ts";
+import { TestImages, testEngine } from "../../../helpers/container-images.ts";
+import { cleanupTemp, hit, newRuntime, phase, spec, tempDir } from "../../../helpers/local-runtime.ts";
 
 /**
  * Containers apart (issue 26 item 2), with real podman containers: a deployment's network of its
