@@ -7,8 +7,8 @@ import { rotateSecrets } from "../../src/crypto/rotate.ts";
 import { rows } from "../../src/db/client.ts";
 import { oauthFlows } from "../../src/db/schema/oauth.ts";
 import { envelopeColumns } from "../../src/resources/envelopes.ts";
-import { saveTokens } from "../../src/resources/oauth-flows/tokens.ts";
 import { insertProvider } from "../../src/resources/oauth-providers/service.ts";
+import { saveTokens } from "../../src/resources/oauth-tokens/seal.ts";
 import { forEachDatabase } from "../helpers/harness.ts";
 
 forEachDatabase("oauth secrets and key rotation", (suite) => {

@@ -59,7 +59,7 @@ export async function agentConnectionRoutes(app: App): Promise<void> {
       const created = await createConnection(
         orm,
         scopeOf(request, request.params.agent_id),
-        tokenScopeOf(request, request.query.user_id),
+        tokenScopeOf(principalOf(request), request.query.user_id),
         keyLabel(principalOf(request)),
         request.body.oauth_token_id,
       );

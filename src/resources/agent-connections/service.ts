@@ -1,9 +1,9 @@
 import { randomUUID } from "node:crypto";
+import { inAuditedTransaction } from "../../core/audit/scope.ts";
 import { conflict, notFound } from "../../core/errors.ts";
 import { iso } from "../../core/shapes.ts";
 import type { Executor } from "../../db/client.ts";
 import { isUniqueViolation } from "../../db/errors.ts";
-import { inAuditedTransaction } from "../audit-log/scope.ts";
 import type { ProviderRow } from "../oauth-providers/store.ts";
 import { visibleToken } from "../oauth-tokens/service.ts";
 import type { TokenRow } from "../oauth-tokens/store.ts";

@@ -4,14 +4,15 @@ import { encryptionContext } from "../../crypto/envelope.ts";
 import type { Executor } from "../../db/client.ts";
 import { authorizationUrl, newCodeVerifier, newState } from "../../oauth/client.ts";
 import { connectionFor } from "../agent-connections/service.ts";
-import { findProviderRow } from "../oauth-providers/service.ts";
+import { findProviderRow, providerClient } from "../oauth-providers/service.ts";
 import type { ProviderRow } from "../oauth-providers/store.ts";
+import type { FlowEnv } from "../oauth-tokens/env.ts";
+import { issued, usableToken } from "../oauth-tokens/seal.ts";
 import { pickToken, type Subject, type TokenRow, tokenById } from "../oauth-tokens/store.ts";
 import { type TokenCaller, tenantUserId, visibleTokens } from "../oauth-tokens/tenant.ts";
-import { callbackUrl, FLOW_TTL_MS, type FlowEnv, providerClient } from "./env.ts";
+import { callbackUrl, FLOW_TTL_MS } from "./env.ts";
 import type { AuthenticateBody, AuthenticateResult } from "./schema.ts";
 import { deleteFlowsExpiredBefore, insertFlowRow } from "./store.ts";
-import { issued, usableToken } from "./tokens.ts";
 
 export const hashState = (state: string) => createHash("sha256").update(state, "utf8").digest("hex");
 export const verifierContext = (flowId: string) =>

@@ -1,12 +1,13 @@
 import { FLOW_CHANNEL } from "../../db/channels.ts";
 import type { Database } from "../../db/client.ts";
 import { exchangeCode, OAuthCallFailed } from "../../oauth/client.ts";
+import { providerClient } from "../oauth-providers/service.ts";
 import { type ProviderRow, providerById } from "../oauth-providers/store.ts";
+import type { FlowEnv } from "../oauth-tokens/env.ts";
+import { saveTokens } from "../oauth-tokens/seal.ts";
 import type { TokenTenant } from "../oauth-tokens/tenant.ts";
 import { hashState, verifierContext } from "./authenticate.ts";
-import { type FlowEnv, providerClient } from "./env.ts";
 import { consumeFlow, type FlowRow, finishFlow } from "./store.ts";
-import { saveTokens } from "./tokens.ts";
 
 export interface CallbackOutcome {
   status: number;

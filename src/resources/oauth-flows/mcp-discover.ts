@@ -6,7 +6,8 @@ import { urlProblem } from "../../oauth/url-policy.ts";
 import { resolvedUrlProblems } from "../oauth-providers/rules.ts";
 import type { McpDiscoverBody, OAuthProvider } from "../oauth-providers/schema.ts";
 import { insertProvider, providerExists } from "../oauth-providers/service.ts";
-import { callbackUrl, type FlowEnv } from "./env.ts";
+import type { FlowEnv } from "../oauth-tokens/env.ts";
+import { callbackUrl } from "./env.ts";
 
 /**
  * Creates a provider for an MCP server: discovers its authorization server (RFC 9728, RFC 8414)

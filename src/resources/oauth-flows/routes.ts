@@ -3,10 +3,10 @@ import { principalOf } from "../../http/auth.ts";
 import { errorResponse, HttpError } from "../../http/errors.ts";
 import type { App } from "../../http/types.ts";
 import { McpDiscoverBody, OAuthProvider, ProviderParams } from "../oauth-providers/schema.ts";
+import { flowEnvOf } from "../oauth-tokens/env.ts";
 import { callerOf, tenantOfPrincipal } from "../oauth-tokens/tenant.ts";
 import { authenticate } from "./authenticate.ts";
 import { type CallbackOutcome, handleCallback } from "./callback.ts";
-import { flowEnvOf } from "./env.ts";
 import { mcpDiscover } from "./mcp-discover.ts";
 import { callbackPage, PAGE_HEADERS } from "./page.ts";
 import {
@@ -77,7 +77,7 @@ export async function oauthFlowRoutes(app: App): Promise<void> {
         },
       },
     },
-    async (request) => authenticate(db.orm, env, callerOf(request), request.body),
+    async (request) => authenticate(db.orm, env, callerOf(principalOf(request)), request.body),
   );
 
   app.get(

@@ -1,6 +1,6 @@
 import type { Database } from "../../db/client.ts";
+import type { FlowEnv } from "../oauth-tokens/env.ts";
 import { type CallbackOutcome, handleCallback } from "./callback.ts";
-import type { FlowEnv } from "./env.ts";
 import type { SetupQuery } from "./schema.ts";
 
 /**

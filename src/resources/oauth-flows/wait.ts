@@ -1,12 +1,12 @@
 import { FLOW_CHANNEL } from "../../db/channels.ts";
 import type { Database } from "../../db/client.ts";
 import { ChannelWaiters } from "../../db/waiters.ts";
+import type { FlowEnv } from "../oauth-tokens/env.ts";
+import { issued, usableToken } from "../oauth-tokens/seal.ts";
 import { tokensWithProviders } from "../oauth-tokens/store.ts";
 import type { TokenTenant } from "../oauth-tokens/tenant.ts";
-import type { FlowEnv } from "./env.ts";
 import type { WaitResult } from "./schema.ts";
 import { flowOf } from "./store.ts";
-import { issued, usableToken } from "./tokens.ts";
 
 /** Wakes long-polling `wait` calls when their flow finishes (keyed by flow id). */
 export class FlowWaiters extends ChannelWaiters {

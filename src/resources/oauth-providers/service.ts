@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { Config } from "../../config.ts";
+import { inAuditedTransaction } from "../../core/audit/scope.ts";
 import { conflict, FieldsInvalid, notFound } from "../../core/errors.ts";
 import { iso } from "../../core/shapes.ts";
 import type { Keyring } from "../../crypto/envelope.ts";
@@ -7,7 +8,7 @@ import { encryptionContext } from "../../crypto/envelope.ts";
 import type { Executor } from "../../db/client.ts";
 import { isUniqueViolation } from "../../db/errors.ts";
 import type { CodeChallengeMethod, TokenEndpointAuthMethod } from "../../db/schema/oauth.ts";
-import { inAuditedTransaction } from "../audit-log/scope.ts";
+import type { ProviderClient } from "../../oauth/client.ts";
 import { resolvedUrlProblems, settingsProblems } from "./rules.ts";
 import type { CreateProviderBody, OAuthProvider, PatchProviderBody } from "./schema.ts";
 import {
@@ -53,6 +54,21 @@ const secretContext = (id: string) => encryptionContext("oauth_providers", "clie
 /** The stored client secret in the clear, for the token endpoint only. */
 export function clientSecretOf(row: ProviderRow, keyring: Keyring): string | null {
   return row.clientSecretEnc === null ? null : keyring.decrypt(row.clientSecretEnc, secretContext(row.id));
+}
+
+/** The OAuth client of a provider, its secret opened: what a flow, a refresh or a revocation calls with. */
+export function providerClient(row: ProviderRow, keyring: Keyring): ProviderClient {
+  return {
+    clientId: row.clientId,
+    clientSecret: clientSecretOf(row, keyring),
+    authUrl: row.authUrl,
+    tokenUrl: row.tokenUrl,
+    tokenEndpointAuthMethod: row.tokenEndpointAuthMethod,
+    usesPkce: row.usesPkce,
+    codeChallengeMethod: row.codeChallengeMethod,
+    issuer: row.issuer,
+    mcpServerUrl: row.mcpServerUrl,
+  };
 }
 
 const duplicate = (slug: string) =>

@@ -3,9 +3,10 @@ import type { Executor } from "../../db/client.ts";
 import { OAuthCallFailed } from "../../oauth/client.ts";
 import { revocationEndpoint, revokeToken } from "../../oauth/revocation.ts";
 import { FetchRefused } from "../../oauth/safe-fetch.ts";
-import { type FlowEnv, providerClient } from "../oauth-flows/env.ts";
-import { tokenContext } from "../oauth-flows/tokens.ts";
+import { providerClient } from "../oauth-providers/service.ts";
 import type { ProviderRow } from "../oauth-providers/store.ts";
+import type { FlowEnv } from "./env.ts";
+import { tokenContext } from "./seal.ts";
 import { deleteTokenRows, type TokenRow } from "./store.ts";
 
 /**

@@ -4,7 +4,7 @@ import { forbidden } from "../../core/errors.ts";
 import { principalOf, workspaceOf } from "../../http/auth.ts";
 import { errorResponse } from "../../http/errors.ts";
 import type { App } from "../../http/types.ts";
-import { flowEnvOf } from "../oauth-flows/env.ts";
+import { flowEnvOf } from "./env.ts";
 import type { Removal } from "./revoke.ts";
 import {
   OAuthTokenStatus,
@@ -26,7 +26,7 @@ import {
   listTokens,
   patchMetadata,
 } from "./service.ts";
-import { scopeOf, tenantOfPrincipal } from "./tenant.ts";
+import { tenantOfPrincipal, scopeOf as tokenScopeOf } from "./tenant.ts";
 
 const tags = ["oauth-tokens"];
 const TENANT_NOTE =
@@ -45,6 +45,11 @@ function logRemoval(request: FastifyRequest, removal: Removal): void {
       "oauth tokens deleted without revocation: the provider publishes no revocation endpoint",
     );
   }
+}
+
+/** The request's tokens, narrowed to one end user when `userId` is given. */
+function scopeOf(request: FastifyRequest, userId?: string) {
+  return tokenScopeOf(principalOf(request), userId);
 }
 
 /** A tenant's stored tokens: listing, labels and the default, revocation, and workspace Slack tokens. */

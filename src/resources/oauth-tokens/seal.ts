@@ -5,7 +5,9 @@ import type { Keyring } from "../../crypto/envelope.ts";
 import { encryptionContext } from "../../crypto/envelope.ts";
 import type { Executor } from "../../db/client.ts";
 import { OAuthCallFailed, refreshTokens, type TokenSet } from "../../oauth/client.ts";
+import { providerClient } from "../oauth-providers/service.ts";
 import type { ProviderRow } from "../oauth-providers/store.ts";
+import type { FlowEnv } from "./env.ts";
 import {
   deleteTokenRows,
   insertTokenRow,
@@ -14,12 +16,11 @@ import {
   type TokenRow,
   tokenById,
   updateTokenRow,
-} from "../oauth-tokens/store.ts";
-import { type FlowEnv, providerClient } from "./env.ts";
+} from "./store.ts";
 
 /**
  * What a flow does with tokens: seal and store a fresh set, hand one out, renew it when it is
- * (nearly) expired. The rows themselves are oauth-tokens/store.ts's.
+ * (nearly) expired. The rows themselves are store.ts's; revocation (revoke.ts) opens them too.
  */
 
 export const tokenContext = (column: "access_token_enc" | "refresh_token_enc", id: string) =>

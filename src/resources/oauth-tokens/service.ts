@@ -1,9 +1,9 @@
+import { inAuditedTransaction } from "../../core/audit/scope.ts";
 import { notFound } from "../../core/errors.ts";
 import { iso } from "../../core/shapes.ts";
 import type { Executor } from "../../db/client.ts";
-import { inAuditedTransaction } from "../audit-log/scope.ts";
-import type { FlowEnv } from "../oauth-flows/env.ts";
 import { getProviderRow } from "../oauth-providers/service.ts";
+import type { FlowEnv } from "./env.ts";
 import { type Removal, revokeAndDelete } from "./revoke.ts";
 import type { OAuthTokenSummary, TokenMetadataBody, TokensQuery } from "./schema.ts";
 import {

@@ -7,7 +7,7 @@ import type { ProviderRow } from "../oauth-providers/store.ts";
 
 /**
  * The only module that writes SQL on `oauth_tokens`. Values arrive here already encrypted
- * (oauth-flows/tokens.ts seals them); this module never sees a token in the clear.
+ * (seal.ts seals them); this module never sees a token in the clear.
  */
 
 export type TokenRow = typeof oauthTokens.$inferSelect;

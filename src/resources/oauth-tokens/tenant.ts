@@ -1,6 +1,4 @@
-import type { FastifyRequest } from "fastify";
 import type { Principal } from "../../core/callers.ts";
-import { principalOf } from "../../http/auth.ts";
 import type { TokenFilter } from "./store.ts";
 
 /**
@@ -34,13 +32,13 @@ export const tenantOfPrincipal = (p: Principal): TokenTenant => ({
   workspaceId: p.boundWorkspaceId,
 });
 
-export function callerOf(request: FastifyRequest): TokenCaller {
-  const p = principalOf(request);
+/** The caller's tokens and where it acts (route files pass the request's principal). */
+export function callerOf(p: Principal): TokenCaller {
   return { tenant: tenantOfPrincipal(p), actingWorkspaceId: p.workspaceId };
 }
 
-export function scopeOf(request: FastifyRequest, userId?: string): TokenScope {
-  const tenant = tenantOfPrincipal(principalOf(request));
+export function scopeOf(p: Principal, userId?: string): TokenScope {
+  const tenant = tenantOfPrincipal(p);
   return userId === undefined ? { tenant } : { tenant, userId };
 }
 
