@@ -15,6 +15,8 @@ import { registerReadCache } from "./http/read-cache.ts";
 import { registerMinimumBodyRate, serverTimeoutOptions } from "./http/slow-clients.ts";
 import type { App } from "./http/types.ts";
 import { registerValidation } from "./http/validation.ts";
+import { hashApiKey } from "./resources/api-keys/key-material.ts";
+import { keyByHash } from "./resources/api-keys/store.ts";
 import { routes } from "./routes.ts";
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -83,7 +85,10 @@ export async function buildApp(deps: AppDeps, opts: BuildOptions = {}): Promise<
   registerPromptClose(app);
   // Before auth: an address over its failed-authentication limit costs no key lookup.
   registerAuthFailureLimit(app, config.authFailLimitPerMinute);
-  await registerAuth(app, deps.db);
+  await registerAuth(app, deps.db, {
+    hash: hashApiKey,
+    find: (hash, tenant) => keyByHash(deps.db, hash, tenant),
+  });
   // After auth: the limit counts per API key.
   registerRateLimit(app, config.rateLimitPerMinute);
   // After auth: every write by a known caller is recorded (http/audit.ts).

@@ -5,6 +5,22 @@ import type { Role } from "../db/schema/identity.ts";
  * that nothing below the HTTP layer needs to know about requests.
  */
 
+/**
+ * What authentication needs to know about an API key, read in one statement (the API keys' store
+ * `keyByHash`; http/auth.ts gets that lookup handed in at wiring and makes the Principal of it).
+ */
+export interface KeyRow {
+  id: string;
+  organization_id: string;
+  workspace_id: string | null;
+  role: Role;
+  listener_id: string | null;
+  is_system: boolean;
+  revoked: boolean;
+  default_workspace_id: string | null;
+  requested_workspace: string | null;
+}
+
 /** Who is calling, resolved once per request by the auth hook. */
 export interface Principal {
   keyId: string;

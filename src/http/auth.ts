@@ -1,12 +1,10 @@
 import type { FastifyInstance, FastifyRequest } from "fastify";
-import type { Principal, WorkspaceCaller } from "../core/callers.ts";
+import type { KeyRow, Principal, WorkspaceCaller } from "../core/callers.ts";
 import { forbidden, unauthorized } from "../core/errors.ts";
 import { AUTH_CHANNEL } from "../db/channels.ts";
 import type { Database } from "../db/client.ts";
 import { isUuid } from "../db/ids.ts";
 import type { Role } from "../db/schema/identity.ts";
-import { hashApiKey } from "../resources/api-keys/key-material.ts";
-import { type KeyRow, keyByHash } from "../resources/api-keys/store.ts";
 import { AuthCache } from "./auth-cache.ts";
 import { READ_METHODS } from "./types.ts";
 
@@ -83,8 +81,16 @@ function resolveTenant(
   return { workspaceId: ws, tenantError: null };
 }
 
+/** How authentication finds a key: the API keys' resource hands these in at wiring (app.ts). */
+export interface KeyLookup {
+  /** The key's index in the store (and in the cache, so no key is held in the clear). */
+  hash(key: string): string;
+  /** The key of that hash, with whether `tenant` is one of its organization's workspaces. */
+  find(keyHash: string, tenant: string | null): Promise<KeyRow | undefined>;
+}
+
 /** Authenticates every non-public route before its body is read; role rules follow the route config. */
-export async function registerAuth(app: FastifyInstance, db: Database): Promise<void> {
+export async function registerAuth(app: FastifyInstance, db: Database, keys: KeyLookup): Promise<void> {
   const cache = new AuthCache<KeyRow>();
   app.decorate("authCache", cache);
   const unlisten = await db.listen(AUTH_CHANNEL, (keyId) => cache.invalidateKey(keyId));
@@ -101,11 +107,12 @@ export async function registerAuth(app: FastifyInstance, db: Database): Promise<
     const rawTenant = request.headers["x-tenant-id"];
     const tenantHeader = typeof rawTenant === "string" && rawTenant !== "" ? rawTenant : undefined;
     const tenant = tenantHeader && isUuid(tenantHeader) ? tenantHeader.toLowerCase() : null;
-    const keyHash = hashApiKey(key);
+    const keyHash = keys.hash(key);
     const cacheKey = `${keyHash}|${tenant ?? ""}`;
     const cached = cache.get(cacheKey);
     if (cached) return done(admit(request, rules, cached, tenantHeader));
-    keyByHash(db, keyHash, tenant)
+    keys
+      .find(keyHash, tenant)
       .then((row) => {
         if (row && !row.revoked) cache.set(cacheKey, row.id, row);
         return admit(request, rules, row, tenantHeader);

@@ -1,6 +1,7 @@
 import { and, asc, eq, sql } from "drizzle-orm";
+import type { KeyRow } from "../../core/callers.ts";
 import { type Executor, type Reader, rows } from "../../db/client.ts";
-import { apiKeys, type Role } from "../../db/schema/identity.ts";
+import { apiKeys } from "../../db/schema/identity.ts";
 
 /** The only module that writes SQL on `api_keys`. */
 
@@ -52,19 +53,6 @@ export async function apiKeyExists(exec: Executor, keyHash: string): Promise<boo
 export async function listenerKeyIds(exec: Executor, listenerId: string): Promise<string[]> {
   const found = await exec.select({ id: apiKeys.id }).from(apiKeys).where(eq(apiKeys.listenerId, listenerId));
   return found.map((r) => r.id);
-}
-
-/** What authentication needs to know about a key, read in one statement. */
-export interface KeyRow {
-  id: string;
-  organization_id: string;
-  workspace_id: string | null;
-  role: Role;
-  listener_id: string | null;
-  is_system: boolean;
-  revoked: boolean;
-  default_workspace_id: string | null;
-  requested_workspace: string | null;
 }
 
 /** The key, its organization's default workspace, and whether `tenant` is one of its workspaces. */
