@@ -1,8 +1,8 @@
 import type { ServerResponse } from "node:http";
+import { eventsAfter, lastEventSeq, sequenceEvents } from "../../core/events/store.ts";
 import { EVENTS_CHANNEL } from "../../db/channels.ts";
 import type { Database } from "../../db/client.ts";
 import { streamSse } from "../../http/sse.ts";
-import { eventsAfter, lastEventSeq, sequenceEvents } from "./store.ts";
 
 const BATCH = 500;
 

@@ -1,6 +1,6 @@
 import { workspaceOf } from "../../http/auth.ts";
 import type { App } from "../../http/types.ts";
-import { followEvents } from "./follow.ts";
+import { followEvents } from "./follow-routes.ts";
 import { EventsQuery } from "./schema.ts";
 
 const LAST_EVENT_ID = /^\d{1,18}$/;
