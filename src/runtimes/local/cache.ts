@@ -5,7 +5,7 @@ import { DeployError, type RevisionSpec } from "../interface.ts";
 import type { Layout } from "../shared/layout.ts";
 import type { Confiner } from "./confine.ts";
 import type { ContainerNetwork } from "./containers/container.ts";
-import type { ProcessRecord } from "./orphans.ts";
+import type { ProcessRecord } from "./processes/orphans.ts";
 import { missingRedis, RedisServer } from "./redis.ts";
 import { SANDBOX_APP_DIR } from "./sandbox.ts";
 

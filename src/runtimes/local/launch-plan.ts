@@ -7,9 +7,9 @@ import type { Layout } from "../shared/layout.ts";
 import type { Confiner, EgressPolicy } from "./confine.ts";
 import type { ContainerNetwork } from "./containers/container.ts";
 import { containerLaunches } from "./containers/container.ts";
-import { cpuCgroupSupported } from "./cpu-cgroup.ts";
+import { cpuCgroupSupported } from "./processes/cpu-cgroup.ts";
+import type { Launch } from "./processes/replica.ts";
 import { UNSANDBOXED_WARNING } from "./protections/refusals.ts";
-import type { Launch } from "./replica.ts";
 import { unenforcedWarnings } from "./resource-fields.ts";
 import { planScale, type ScalePlan } from "./scaling/scale-defaults.ts";
 

@@ -1,7 +1,7 @@
 import { execFile } from "node:child_process";
 import { mkdir, rmdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { type CgroupSupport, controllerSupport, removeCgroup } from "./cgroup.ts";
+import { type CgroupSupport, controllerSupport, removeCgroup } from "./processes/cgroup.ts";
 import type { ProtectionProbe } from "./protections/probes.ts";
 
 /**

@@ -6,9 +6,9 @@ import { DeployError } from "../interface.ts";
 import type { Wrap } from "../shared/exec.ts";
 import { forEachLine } from "../shared/lines.ts";
 import { killGroup } from "../shared/process-group.ts";
-import { type CpuCgroup, createCpuCgroup } from "./cpu-cgroup.ts";
-import type { ProcessRecord } from "./orphans.ts";
-import { releasePort, takePort } from "./ports.ts";
+import { type CpuCgroup, createCpuCgroup } from "./processes/cpu-cgroup.ts";
+import type { ProcessRecord } from "./processes/orphans.ts";
+import { releasePort, takePort } from "./processes/ports.ts";
 import { redisCommands } from "./resp.ts";
 
 /**

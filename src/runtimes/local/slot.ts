@@ -1,6 +1,6 @@
 import type { ProcessInfo } from "../interface.ts";
-import type { RevisionGroup } from "./group.ts";
-import type { ProcessRecord } from "./orphans.ts";
+import type { RevisionGroup } from "./processes/group.ts";
+import type { ProcessRecord } from "./processes/orphans.ts";
 import type { RedisServer } from "./redis.ts";
 import type { AppsRouter } from "./router.ts";
 import { Traffic } from "./scaling/traffic.ts";

@@ -4,7 +4,7 @@ import { createServer } from "node:net";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
 import { DeployError, type RevisionSpec } from "../../../src/runtimes/interface.ts";
-import { cgroupSupport } from "../../../src/runtimes/local/cgroup.ts";
+import { cgroupSupport } from "../../../src/runtimes/local/processes/cgroup.ts";
 import type { LocalRuntime } from "../../../src/runtimes/local/runtime.ts";
 import {
   alive,

@@ -2,8 +2,8 @@ import assert from "node:assert/strict";
 import { readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
-import { cgroupSupport } from "../../../src/runtimes/local/cgroup.ts";
-import { cpuCgroupSupported } from "../../../src/runtimes/local/cpu-cgroup.ts";
+import { cgroupSupport } from "../../../src/runtimes/local/processes/cgroup.ts";
+import { cpuCgroupSupported } from "../../../src/runtimes/local/processes/cpu-cgroup.ts";
 import type { LocalRuntime } from "../../../src/runtimes/local/runtime.ts";
 import { cleanupTemp, hit, newRuntime, phase, spec, tempDir, writeApp } from "../../helpers/local-runtime.ts";
 

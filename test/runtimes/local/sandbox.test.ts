@@ -4,7 +4,7 @@ import { chmodSync, existsSync, readdirSync, readFileSync, statSync, writeFileSy
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
 import { DeployError } from "../../../src/runtimes/interface.ts";
-import { takePort } from "../../../src/runtimes/local/ports.ts";
+import { takePort } from "../../../src/runtimes/local/processes/ports.ts";
 import { NO_SANDBOX_REFUSAL, UNSANDBOXED_WARNING } from "../../../src/runtimes/local/protections/refusals.ts";
 import { bwrapSkip, root } from "../../helpers/bwrap.ts";
 import {

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { createServer } from "node:net";
 import { after, describe, it } from "node:test";
 import { DeployError, type RevisionSpec } from "../../../src/runtimes/interface.ts";
-import { takePort } from "../../../src/runtimes/local/ports.ts";
+import { takePort } from "../../../src/runtimes/local/processes/ports.ts";
 import type { LocalRuntime } from "../../../src/runtimes/local/runtime.ts";
 import { cleanupTemp, hit, newRuntime, phase, spec, tempDir, writeApp } from "../../helpers/local-runtime.ts";
 

@@ -3,7 +3,11 @@ import { spawn } from "node:child_process";
 import { once } from "node:events";
 import { existsSync, readFileSync } from "node:fs";
 import { after, describe, it } from "node:test";
-import { cgroupSupport, createMemoryCgroup, type MemoryCgroup } from "../../../src/runtimes/local/cgroup.ts";
+import {
+  cgroupSupport,
+  createMemoryCgroup,
+  type MemoryCgroup,
+} from "../../../../src/runtimes/local/processes/cgroup.ts";
 
 const MiB = 1024 * 1024;
 const support = await cgroupSupport();

@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { describe, it } from "node:test";
-import { CpuMeter, groupCpuSeconds } from "../../../src/runtimes/local/cpu-usage.ts";
-import { killGroup } from "../../../src/runtimes/shared/process-group.ts";
+import { CpuMeter, groupCpuSeconds } from "../../../../src/runtimes/local/processes/cpu-usage.ts";
+import { killGroup } from "../../../../src/runtimes/shared/process-group.ts";
 
 describe("cpu use of process groups (queue worker autoscaling)", () => {
   it("counts the cpu time of every process of a group, children included, and grows while they spin", async () => {

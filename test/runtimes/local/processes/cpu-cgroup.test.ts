@@ -4,10 +4,22 @@ import { once } from "node:events";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
-import { controllerSupport } from "../../../src/runtimes/local/cgroup.ts";
-import { type CpuCgroup, cpuQuotaUs, createCpuCgroup } from "../../../src/runtimes/local/cpu-cgroup.ts";
-import type { LocalRuntime } from "../../../src/runtimes/local/runtime.ts";
-import { cleanupTemp, hit, newRuntime, phase, spec, tempDir, writeApp } from "../../helpers/local-runtime.ts";
+import { controllerSupport } from "../../../../src/runtimes/local/processes/cgroup.ts";
+import {
+  type CpuCgroup,
+  cpuQuotaUs,
+  createCpuCgroup,
+} from "../../../../src/runtimes/local/processes/cpu-cgroup.ts";
+import type { LocalRuntime } from "../../../../src/runtimes/local/runtime.ts";
+import {
+  cleanupTemp,
+  hit,
+  newRuntime,
+  phase,
+  spec,
+  tempDir,
+  writeApp,
+} from "../../../helpers/local-runtime.ts";
 
 const support = await controllerSupport("cpu");
 const skip = support === undefined ? "no writable cpu cgroup controller on this machine" : false;

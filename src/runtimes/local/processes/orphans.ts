@@ -1,5 +1,5 @@
 import { readFileSync, rmSync, writeFileSync } from "node:fs";
-import { killGroup } from "../shared/process-group.ts";
+import { killGroup } from "../../shared/process-group.ts";
 
 /**
  * App processes run in their own process groups, so they outlive a Slipway that is killed with

@@ -9,7 +9,7 @@ import {
   listeningSockets,
   parseTcpTable,
   processTree,
-} from "../../../src/runtimes/local/listening-ports.ts";
+} from "../../../../src/runtimes/local/processes/listening-ports.ts";
 
 /** Real sockets of this process and of children it starts, read back from /proc. */
 

@@ -1,9 +1,9 @@
-import type { ProcessInfo } from "../interface.ts";
-import { abortError } from "../shared/exec.ts";
+import type { ProcessInfo } from "../../interface.ts";
+import { abortError } from "../../shared/exec.ts";
+import { Autoscaler, type AutoscaleSettings, CPU, type Decision } from "../scaling/autoscaler.ts";
+import type { Traffic } from "../scaling/traffic.ts";
 import { CpuMeter } from "./cpu-usage.ts";
 import type { Replica } from "./replica.ts";
-import { Autoscaler, type AutoscaleSettings, CPU, type Decision } from "./scaling/autoscaler.ts";
-import type { Traffic } from "./scaling/traffic.ts";
 
 export type ProcessType = "api" | "queue";
 

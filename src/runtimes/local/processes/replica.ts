@@ -2,19 +2,19 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
-import { DeployError } from "../interface.ts";
-import type { Wrap } from "../shared/exec.ts";
-import { abortError } from "../shared/exec.ts";
-import { forEachLine, type Tail } from "../shared/lines.ts";
-import { killGroup } from "../shared/process-group.ts";
-import { createMemoryCgroup, type MemoryCgroup } from "./cgroup.ts";
+import { DeployError } from "../../interface.ts";
+import type { Wrap } from "../../shared/exec.ts";
+import { abortError } from "../../shared/exec.ts";
+import { forEachLine, type Tail } from "../../shared/lines.ts";
+import { killGroup } from "../../shared/process-group.ts";
 import {
   appPort,
   type ContainerLaunch,
   containerCommand,
   containerPidFinder,
   stopContainer,
-} from "./containers/container.ts";
+} from "../containers/container.ts";
+import { createMemoryCgroup, type MemoryCgroup } from "./cgroup.ts";
 import { type CpuCgroup, createCpuCgroup } from "./cpu-cgroup.ts";
 import { type HealthResult, waitHealthy } from "./health.ts";
 import { groupRssBytes } from "./memory.ts";

@@ -1,7 +1,12 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import type { ListeningSocket } from "../../../src/runtimes/local/listening-ports.ts";
-import { PortCheck, type ProbeOrigin, reachable, seconds } from "../../../src/runtimes/local/port-check.ts";
+import type { ListeningSocket } from "../../../../src/runtimes/local/processes/listening-ports.ts";
+import {
+  PortCheck,
+  type ProbeOrigin,
+  reachable,
+  seconds,
+} from "../../../../src/runtimes/local/processes/port-check.ts";
 
 /** The decision over what a starting app listens on, on a clock and /proc readings the test sets. */
 
