@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { hostSystem, probeBwrap } from "../src/runtimes/local/sandbox.ts";
+import { hostSystem, probeBwrap } from "../src/runtimes/local/sandbox/sandbox.ts";
 import { type Child, startChild } from "./children.ts";
 import { coldStarts } from "./cold-start.ts";
 import { dropDatabase, freshDatabase } from "./databases.ts";

@@ -8,7 +8,7 @@ import { AppDatabases } from "../../src/reconciler/app-database.ts";
 import { type RunningReconciler, startReconciler } from "../../src/reconciler/start.ts";
 import { insertApiKey } from "../../src/resources/api-keys/service.ts";
 import { probeNetworkNamespaces } from "../../src/runtimes/local/network/probe.ts";
-import { hostSystem, probeBwrap } from "../../src/runtimes/local/sandbox.ts";
+import { hostSystem, probeBwrap } from "../../src/runtimes/local/sandbox/sandbox.ts";
 import { DB_KINDS, TEST_DATABASE_URL } from "../helpers/databases.ts";
 import { forEachDatabase, type TestContext } from "../helpers/harness.ts";
 import { type ConnectResult, type PgResult, SPY_APP_JS, type SpyHome } from "../helpers/spy-app.ts";

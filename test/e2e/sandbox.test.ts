@@ -5,7 +5,7 @@ import { after, before, it } from "node:test";
 import { type RunningReconciler, startReconciler } from "../../src/reconciler/start.ts";
 import { insertApiKey } from "../../src/resources/api-keys/service.ts";
 import { NO_SANDBOX_REFUSAL, UNSANDBOXED_WARNING } from "../../src/runtimes/local/protections/refusals.ts";
-import { hostSystem, probeBwrap } from "../../src/runtimes/local/sandbox.ts";
+import { hostSystem, probeBwrap } from "../../src/runtimes/local/sandbox/sandbox.ts";
 import { forEachDatabase, type TestContext } from "../helpers/harness.ts";
 import { PROBE_APP_JS, type ProbeAnswer, probeQuery } from "../helpers/probe-app.ts";
 import { makeTarball } from "../helpers/tarballs.ts";

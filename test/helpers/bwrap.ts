@@ -1,4 +1,4 @@
-import { hostSystem, probeBwrap } from "../../src/runtimes/local/sandbox.ts";
+import { hostSystem, probeBwrap } from "../../src/runtimes/local/sandbox/sandbox.ts";
 
 /** Whether the tests run as root (then each deployment gets a uid of the suite's range). */
 export const root = process.getuid?.() === 0;

@@ -4,13 +4,13 @@ import { noEngineMessage } from "../build/image-source.ts";
 import type { EngineFinder } from "../engine/finder.ts";
 import type { RevisionSpec } from "../interface.ts";
 import type { Layout } from "../shared/layout.ts";
-import type { Confiner, EgressPolicy } from "./confine.ts";
 import type { ContainerNetwork } from "./containers/container.ts";
 import { containerLaunches } from "./containers/container.ts";
 import { cpuCgroupSupported } from "./processes/cpu-cgroup.ts";
 import type { Launch } from "./processes/replica.ts";
 import { UNSANDBOXED_WARNING } from "./protections/refusals.ts";
 import { unenforcedWarnings } from "./resource-fields.ts";
+import type { Confiner, EgressPolicy } from "./sandbox/confine.ts";
 import { planScale, type ScalePlan } from "./scaling/scale-defaults.ts";
 
 /**

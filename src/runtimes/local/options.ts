@@ -1,8 +1,8 @@
 import type { SandboxMode, UidRange } from "../../config.ts";
 import type { LocalLimits } from "../build/limits.ts";
 import type { EngineChoice } from "../engine/finder.ts";
-import type { EgressPolicy, ProtectionOptions } from "./confine.ts";
 import type { ContainerNetwork } from "./containers/container.ts";
+import type { EgressPolicy, ProtectionOptions } from "./sandbox/confine.ts";
 
 /** How `slipway serve` (reconciler/start.ts) and the tests configure the local runtime; defaults in runtime.ts. */
 

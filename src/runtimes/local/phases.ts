@@ -14,8 +14,8 @@ import type { EngineFinder } from "../engine/finder.ts";
 import { type PhaseContext, type PreparedSource, type RevisionSpec, SourceError } from "../interface.ts";
 import { abortError } from "../shared/exec.ts";
 import type { Layout } from "../shared/layout.ts";
-import type { Confiner } from "./confine.ts";
 import { UNSANDBOXED_WARNING } from "./protections/refusals.ts";
+import type { Confiner } from "./sandbox/confine.ts";
 
 /**
  * The runtime's prepare and build phases: fetch a revision's source (or image) into its directory,

@@ -16,7 +16,6 @@ import { abortError } from "../shared/exec.ts";
 import { Layout } from "../shared/layout.ts";
 import { Tail } from "../shared/lines.ts";
 import { ensureCache } from "./cache.ts";
-import { Confiner, OTHER_PROTECTION_PROBES } from "./confine.ts";
 import { removeDeploymentContainers } from "./containers/container.ts";
 import { containerIsolationCheck } from "./containers/container-isolation.ts";
 import { planLaunch } from "./launch-plan.ts";
@@ -27,6 +26,7 @@ import { ProcessRecord } from "./processes/orphans.ts";
 import { Replica } from "./processes/replica.ts";
 import { recordRestart } from "./request-metrics.ts";
 import { AppsRouter } from "./router.ts";
+import { Confiner, OTHER_PROTECTION_PROBES } from "./sandbox/confine.ts";
 import type { Traffic } from "./scaling/traffic.ts";
 import { DeploymentSlot } from "./slot.ts";
 

@@ -5,7 +5,7 @@ import { after, describe, it } from "node:test";
 import { DeployError, type RevisionSpec } from "../../../src/runtimes/interface.ts";
 import { redisCommands } from "../../../src/runtimes/local/resp.ts";
 import type { LocalRuntime } from "../../../src/runtimes/local/runtime.ts";
-import { hostSystem, probeBwrap } from "../../../src/runtimes/local/sandbox.ts";
+import { hostSystem, probeBwrap } from "../../../src/runtimes/local/sandbox/sandbox.ts";
 import { cleanupTemp, hit, newRuntime, phase, spec, tempDir } from "../../helpers/local-runtime.ts";
 import { REDIS_APP_JS } from "../../helpers/redis-app.ts";
 

@@ -1,13 +1,13 @@
 import assert from "node:assert/strict";
 import { after, describe, it } from "node:test";
 import { DeployError } from "../../../../src/runtimes/interface.ts";
-import { hostLauncher } from "../../../../src/runtimes/local/confine.ts";
 import {
   offFor,
   type ProtectionProbe,
   runProbes,
 } from "../../../../src/runtimes/local/protections/probes.ts";
 import { protectionRefusal, startRefusal } from "../../../../src/runtimes/local/protections/refusals.ts";
+import { hostLauncher } from "../../../../src/runtimes/local/sandbox/launcher.ts";
 import { bwrapSkip } from "../../../helpers/bwrap.ts";
 import { cleanupTemp, newRuntime, phase, spec, tempDir, writeApp } from "../../../helpers/local-runtime.ts";
 

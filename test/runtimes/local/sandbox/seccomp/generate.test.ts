@@ -2,10 +2,17 @@ import assert from "node:assert/strict";
 import { existsSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
-import { generateSeccompFilter } from "../../../../src/runtimes/local/seccomp/generate.ts";
-import { DENIED_SYSCALLS } from "../../../../src/runtimes/local/seccomp/profile.ts";
-import { bwrapSkip } from "../../../helpers/bwrap.ts";
-import { cleanupTemp, newRuntime, phase, spec, tempDir, writeApp } from "../../../helpers/local-runtime.ts";
+import { generateSeccompFilter } from "../../../../../src/runtimes/local/sandbox/seccomp/generate.ts";
+import { DENIED_SYSCALLS } from "../../../../../src/runtimes/local/sandbox/seccomp/profile.ts";
+import { bwrapSkip } from "../../../../helpers/bwrap.ts";
+import {
+  cleanupTemp,
+  newRuntime,
+  phase,
+  spec,
+  tempDir,
+  writeApp,
+} from "../../../../helpers/local-runtime.ts";
 
 const RANGE = { first: 313_000, last: 313_099 };
 const skip = await bwrapSkip(RANGE);

@@ -1,8 +1,8 @@
 import { createHash } from "node:crypto";
 import { mkdir, readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import type { UidRange } from "../../config.ts";
-import type { Layout } from "../shared/layout.ts";
+import type { UidRange } from "../../../config.ts";
+import type { Layout } from "../../shared/layout.ts";
 
 function isExists(err: unknown): boolean {
   return (err as NodeJS.ErrnoException).code === "EEXIST";

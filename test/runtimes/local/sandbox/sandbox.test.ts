@@ -3,10 +3,13 @@ import { spawn, spawnSync } from "node:child_process";
 import { chmodSync, existsSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
-import { DeployError } from "../../../src/runtimes/interface.ts";
-import { takePort } from "../../../src/runtimes/local/processes/ports.ts";
-import { NO_SANDBOX_REFUSAL, UNSANDBOXED_WARNING } from "../../../src/runtimes/local/protections/refusals.ts";
-import { bwrapSkip, root } from "../../helpers/bwrap.ts";
+import { DeployError } from "../../../../src/runtimes/interface.ts";
+import { takePort } from "../../../../src/runtimes/local/processes/ports.ts";
+import {
+  NO_SANDBOX_REFUSAL,
+  UNSANDBOXED_WARNING,
+} from "../../../../src/runtimes/local/protections/refusals.ts";
+import { bwrapSkip, root } from "../../../helpers/bwrap.ts";
 import {
   alive,
   cleanupTemp,
@@ -17,8 +20,8 @@ import {
   tempDir,
   waitFor,
   writeApp,
-} from "../../helpers/local-runtime.ts";
-import { PROBE_APP_JS, type ProbeAnswer, probeQuery } from "../../helpers/probe-app.ts";
+} from "../../../helpers/local-runtime.ts";
+import { PROBE_APP_JS, type ProbeAnswer, probeQuery } from "../../../helpers/probe-app.ts";
 
 const RANGE = { first: 310_000, last: 310_099 };
 const skip = await bwrapSkip(RANGE);
@@ -276,7 +279,7 @@ describe("local runtime: sandbox (bubblewrap)", { skip }, () => {
       [
         "--import",
         "tsx",
-        join(import.meta.dirname, "..", "..", "helpers", "local-runtime-host.ts"),
+        join(import.meta.dirname, "..", "..", "..", "helpers", "local-runtime-host.ts"),
         dataDir,
         JSON.stringify(s),
         "bwrap",

@@ -1,20 +1,19 @@
-// Why over 300 lines: one Confiner decides, for every command a deployment runs, its sandbox, uid, pids group,
-// seccomp filter and network namespace together; split apart, each start would have to re-derive the others.
-import { execFile } from "node:child_process";
-import { chmod, chown, lchown, mkdir, readdir, stat, writeFile } from "node:fs/promises";
+import { chmod, chown, mkdir, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import type { SandboxMode, UidRange } from "../../config.ts";
-import { BuildError, type RevisionSpec } from "../interface.ts";
-import type { Spawnable, Wrap } from "../shared/exec.ts";
-import type { Layout } from "../shared/layout.ts";
+import type { SandboxMode, UidRange } from "../../../config.ts";
+import type { RevisionSpec } from "../../interface.ts";
+import type { Spawnable, Wrap } from "../../shared/exec.ts";
+import type { Layout } from "../../shared/layout.ts";
+import { allowedDestinations } from "../network/allowed.ts";
+import { gatedDatabaseUri } from "../network/database.ts";
+import { type DeploymentNetwork, NetworkNamespaces } from "../network/namespace.ts";
+import { probeNetworkNamespaces } from "../network/probe.ts";
+import { offFor, type ProtectionCheck, type ProtectionProbe, runProbes } from "../protections/probes.ts";
+import { NO_SANDBOX_REFUSAL, protectionRefusal, startRefusal } from "../protections/refusals.ts";
 import { baseEnv } from "./env.ts";
-import { allowedDestinations } from "./network/allowed.ts";
-import { gatedDatabaseUri } from "./network/database.ts";
-import { type DeploymentNetwork, NetworkNamespaces } from "./network/namespace.ts";
-import { probeNetworkNamespaces } from "./network/probe.ts";
-import { choosePidsLimit, type PidsJoin, type PidsLimiter } from "./pids-limit.ts";
-import { offFor, type ProtectionCheck, type ProtectionProbe, runProbes } from "./protections/probes.ts";
-import { NO_SANDBOX_REFUSAL, protectionRefusal, startRefusal } from "./protections/refusals.ts";
+import { chownFreshTree, chownTree } from "./handover.ts";
+import { hostLauncher, inNamespace } from "./launcher.ts";
+import { choosePidsLimit, type PidsLimiter } from "./pids-limit.ts";
 import {
   bwrapArgs,
   type Confinement,
@@ -54,62 +53,6 @@ export interface EgressPolicy {
   namespaces?: NetworkNamespaces;
 }
 
-/** Runs a sandbox inside a network namespace: nsenter joins it, then execs bwrap. */
-function inNamespace(net: DeploymentNetwork, s: Spawnable): Spawnable {
-  return { file: "nsenter", args: [`--net=${net.path}`, "--", s.file, ...s.args], cwd: s.cwd };
-}
-
-/** Up to this many entries, a fresh tree is handed over in-process (no `chown` child to spawn). */
-const SMALL_TREE = 2000;
-
-/**
- * The paths of `dir`'s tree (itself first), or undefined when it has more than `max` entries.
- * Directories are entered by their entry type, never through a link.
- */
-async function smallTree(dir: string, max: number): Promise<string[] | undefined> {
-  const paths = [dir];
-  const directories = [dir];
-  for (let next = directories.pop(); next !== undefined; next = directories.pop()) {
-    for (const entry of await readdir(next, { withFileTypes: true })) {
-      const child = join(next, entry.name);
-      paths.push(child);
-      if (entry.isDirectory()) directories.push(child);
-      if (paths.length > max) return undefined;
-    }
-  }
-  return paths;
-}
-
-/**
- * Hands a tree that only Slipway has written (a revision's fresh source: no other process can
- * change it meanwhile) to uid:gid. A small one — the usual source before its install — in this
- * process: spawning `chown` costs tens of ms of each deploy; a large one through `chown -hR`.
- */
-async function chownFreshTree(dir: string, uid: number, gid: number): Promise<void> {
-  // Already handed over once: the app's processes may be writing in it, so `chown -hR` walks it.
-  if ((await stat(dir)).uid === uid) return chownTree(dir, uid, gid);
-  const paths = await smallTree(dir, SMALL_TREE);
-  if (paths === undefined) return chownTree(dir, uid, gid);
-  try {
-    // lchown: a link is changed itself, never what it points to.
-    for (let i = 0; i < paths.length; i += 64) {
-      await Promise.all(paths.slice(i, i + 64).map((p) => lchown(p, uid, gid)));
-    }
-  } catch (err) {
-    throw new BuildError(`could not hand the files to the app's user: ${(err as Error).message}`);
-  }
-}
-
-function chownTree(dir: string, uid: number, gid: number): Promise<void> {
-  return new Promise((resolve, reject) => {
-    // -h: a link is chowned itself, never what it points to (it may point anywhere on the host).
-    execFile("chown", ["-hR", `${uid}:${gid}`, dir], { timeout: 600_000 }, (err, _o, stderr) => {
-      if (err === null) resolve();
-      else reject(new BuildError(`could not hand the files to the app's user: ${String(stderr).trim()}`));
-    });
-  });
-}
-
 /** The pids limit, seccomp filter and other protections' probes (tests name missing tools). */
 export interface ProtectionOptions {
   /** SLIPWAY_APP_PIDS_MAX (default 512). */
@@ -131,33 +74,6 @@ export interface ConfinerChoice extends SandboxChoice {
   /** The compiled seccomp filter bubblewrap loads, when the probe is on. */
   seccompFilter?: string;
   pids?: PidsLimiter;
-}
-
-/**
- * What runs on the host before bubblewrap: joins the deployment's pids cgroup, opens the seccomp
- * filter as fd 3 (bwrap `--seccomp 3` reads and closes it), then execs bwrap, through `prlimit`
- * where RLIMIT_NPROC is the pids limit.
- */
-export function hostLauncher(pids: PidsJoin, seccompFilter: string | undefined, bwrap: Spawnable): Spawnable {
-  const params: string[] = [];
-  const steps: string[] = [];
-  if (pids.procsPath !== undefined) {
-    params.push(pids.procsPath);
-    steps.push(`echo $$ > "$${params.length}"`);
-  }
-  let args = bwrap.args;
-  if (seccompFilter !== undefined) {
-    params.push(seccompFilter);
-    steps.push(`exec 3< "$${params.length}"`);
-    args = ["--seccomp", "3", ...args];
-  }
-  if (steps.length === 0 && pids.prefix.length === 0) return bwrap;
-  const script = [...steps, `shift ${params.length}`, 'exec "$@"'].join(" && ");
-  return {
-    file: "sh",
-    args: ["-c", script, "sh", ...params, ...pids.prefix, bwrap.file, ...args],
-    cwd: bwrap.cwd,
-  };
 }
 
 /**

@@ -2,10 +2,10 @@ import assert from "node:assert/strict";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
-import { choosePidsLimit } from "../../../src/runtimes/local/pids-limit.ts";
-import { controllerSupport } from "../../../src/runtimes/local/processes/cgroup.ts";
-import { bwrapSkip, root } from "../../helpers/bwrap.ts";
-import { cleanupTemp, newRuntime, phase, spec, tempDir, writeApp } from "../../helpers/local-runtime.ts";
+import { controllerSupport } from "../../../../src/runtimes/local/processes/cgroup.ts";
+import { choosePidsLimit } from "../../../../src/runtimes/local/sandbox/pids-limit.ts";
+import { bwrapSkip, root } from "../../../helpers/bwrap.ts";
+import { cleanupTemp, newRuntime, phase, spec, tempDir, writeApp } from "../../../helpers/local-runtime.ts";
 
 const RANGE = { first: 312_000, last: 312_099 };
 const skip = await bwrapSkip(RANGE);

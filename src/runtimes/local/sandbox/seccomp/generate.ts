@@ -1,7 +1,7 @@
 import { execFile } from "node:child_process";
 import { mkdir, rename, rm } from "node:fs/promises";
 import { dirname } from "node:path";
-import type { ProtectionProbe } from "../protections/probes.ts";
+import type { ProtectionProbe } from "../../protections/probes.ts";
 import { defaultFilterSpec, type FilterSpec } from "./profile.ts";
 
 /**

@@ -1,8 +1,8 @@
 import { execFile } from "node:child_process";
 import { mkdir, rmdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { type CgroupSupport, controllerSupport, removeCgroup } from "./processes/cgroup.ts";
-import type { ProtectionProbe } from "./protections/probes.ts";
+import { type CgroupSupport, controllerSupport, removeCgroup } from "../processes/cgroup.ts";
+import type { ProtectionProbe } from "../protections/probes.ts";
 
 /**
  * How many processes one deployment may run at once, its builds, apps, workers and Redis together

@@ -3,7 +3,7 @@ import { existsSync, lstatSync, readlinkSync, realpathSync } from "node:fs";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
-import type { SandboxMode } from "../../config.ts";
+import type { SandboxMode } from "../../../config.ts";
 
 /**
  * Every build command and app process runs in a bubblewrap sandbox (README "Sandbox"): its own

@@ -8,10 +8,10 @@ import {
   chooseSandbox,
   type HostSystem,
   identityFiles,
-} from "../../../src/runtimes/local/sandbox.ts";
-import { UidAllocator } from "../../../src/runtimes/local/uids.ts";
-import { Layout } from "../../../src/runtimes/shared/layout.ts";
-import { cleanupTemp, tempDir } from "../../helpers/local-runtime.ts";
+} from "../../../../src/runtimes/local/sandbox/sandbox.ts";
+import { UidAllocator } from "../../../../src/runtimes/local/sandbox/uids.ts";
+import { Layout } from "../../../../src/runtimes/shared/layout.ts";
+import { cleanupTemp, tempDir } from "../../../helpers/local-runtime.ts";
 
 const SYSTEM: HostSystem = {
   readOnly: ["/usr", "/etc/resolv.conf", "/etc/ssl/certs", "/opt/node"],
