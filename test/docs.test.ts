@@ -1,14 +1,15 @@
 import assert from "node:assert/strict";
-import { existsSync, readdirSync, readFileSync } from "node:fs";
-import { join } from "node:path";
+import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { dirname, join, relative, resolve } from "node:path";
 import { describe, it } from "node:test";
 import { REPO_ROOT } from "./helpers/process.ts";
 
 /*
- * The README and docs/ against the code: the configuration page names every setting the server
- * reads, with its default. (The command table is checked by test/cli/help.test.ts, the resource
- * spec's fields by the resource-fields test, the post-receive snippet by the integrations' push
- * test.)
+ * The README and docs/ against the repository: every relative link (and its anchor) leads
+ * somewhere, every source path they name exists, and the configuration page names every setting
+ * the server reads, with its default. (The command table is checked by test/cli/help.test.ts, the
+ * resource spec's fields by the resource-fields test, the post-receive snippet by the
+ * integrations' push test.)
  */
 
 const read = (path: string) => readFileSync(join(REPO_ROOT, path), "utf8");
@@ -108,5 +109,82 @@ describe("docs/configuration.md", () => {
       if (row === undefined || !shown.test(row.defaults)) wrong.push(`${name}: ${value} in ${row?.line}`);
     }
     assert.deepEqual(wrong, []);
+  });
+});
+
+/** README.md and every page of docs/, relative to the repository. */
+function pages(): string[] {
+  const docs = readdirSync(join(REPO_ROOT, "docs"), { recursive: true, encoding: "utf8" });
+  return ["README.md", ...docs.filter((f) => f.endsWith(".md")).map((f) => `docs/${f}`)];
+}
+
+/** A page without its fenced code blocks and code spans: what is left is prose, links and headings. */
+function prose(page: string): string {
+  return page.replace(/^(```|~~~)[^\n]*\n[\s\S]*?^\1\s*$/gm, "").replace(/`[^`\n]*`/g, "code");
+}
+
+/** GitHub's anchors of a page's headings: lower case, punctuation dropped, spaces as hyphens, repeats numbered. */
+function anchors(page: string): Set<string> {
+  const seen = new Map<string, number>();
+  const out = new Set<string>();
+  const text = page.replace(/^(```|~~~)[^\n]*\n[\s\S]*?^\1\s*$/gm, "");
+  for (const m of text.matchAll(/^#{1,6}\s+(.+?)\s*#*\s*$/gm)) {
+    const words = (m[1] ?? "").replace(/\[([^\]]*)\]\([^)]*\)/g, "$1").replace(/`/g, "");
+    const base = words
+      .toLowerCase()
+      .replace(/[^\p{L}\p{N}\s_-]/gu, "")
+      .replace(/\s/g, "-");
+    const n = seen.get(base) ?? 0;
+    seen.set(base, n + 1);
+    out.add(n === 0 ? base : `${base}-${n}`);
+  }
+  return out;
+}
+
+describe("README.md and docs/", () => {
+  it("every relative link leads to a file of the repository, and every anchor to a heading", () => {
+    const broken: string[] = [];
+    for (const page of pages()) {
+      const text = prose(read(page));
+      for (const m of text.matchAll(/!?\[[^\]]*\]\(([^)\s]+)(?:\s+"[^"]*")?\)/g)) {
+        const target = m[1] ?? "";
+        if (/^[a-z][a-z0-9+.-]*:/i.test(target)) continue;
+        const [path = "", anchor] = target.split("#");
+        const file = path === "" ? join(REPO_ROOT, page) : resolve(REPO_ROOT, dirname(page), path);
+        const inside = relative(REPO_ROOT, file);
+        if (inside.startsWith("..") || !existsSync(file)) {
+          broken.push(`${page}: ${target} (no such file)`);
+          continue;
+        }
+        if (anchor === undefined) continue;
+        if (!statSync(file).isFile() || !file.endsWith(".md") || !anchors(read(inside)).has(anchor)) {
+          broken.push(`${page}: ${target} (no such heading)`);
+        }
+      }
+    }
+    assert.deepEqual(broken, []);
+  });
+
+  it("every path of the repository they name in code (`src/…`, `test/…`, …) exists", () => {
+    const missing: string[] = [];
+    for (const page of pages()) {
+      const text = read(page).replace(/^(```|~~~)[^\n]*\n[\s\S]*?^\1\s*$/gm, "");
+      for (const m of text.matchAll(/`((?:src|test|bench|deploy|templates|docs)\/[^`\s]*)`/g)) {
+        const path = m[1] ?? "";
+        // Patterns and placeholders (`test/console/*.test.ts`, `<id>`) name no one file.
+        if (/[*<>…{}]/.test(path)) continue;
+        if (!existsSync(join(REPO_ROOT, path))) missing.push(`${page}: ${path}`);
+      }
+    }
+    assert.deepEqual(missing, []);
+  });
+
+  it("the anchors are GitHub's", () => {
+    const page =
+      "# A `b` c\n## Process limit (`SLIPWAY_APP_PIDS_MAX`, default 512)\n## x\n## x\n```\n# no\n```\n";
+    assert.deepEqual(
+      [...anchors(page)],
+      ["a-b-c", "process-limit-slipway_app_pids_max-default-512", "x", "x-1"],
+    );
   });
 });
