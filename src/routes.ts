@@ -1,6 +1,6 @@
 import type { Registry } from "prom-client";
-import { consoleRoutes } from "./console/serve.ts";
 import type { App } from "./http/types.ts";
+import { consoleRoutes } from "./platform/console.ts";
 import { platformRoutes } from "./platform/routes.ts";
 import { agentConnectionRoutes } from "./resources/agent-connections/routes.ts";
 import { apiKeyRoutes } from "./resources/api-keys/routes.ts";

@@ -1,5 +1,6 @@
-// Bundles the console (app/main.tsx → dist/console/app.js + app.css) with esbuild. Run by
-// `npm run build:console` (postinstall, so `npm ci` builds it) and by the server when missing.
+// Bundles the console (src/console/app/main.tsx → dist/console/app.js + app.css) with esbuild. Run
+// by `npm run build:console` (tools/build-console.ts; `prepare`, so `npm ci` builds it) and by the
+// server when the bundle is missing (console.ts): so it is server code, not the console's.
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -24,9 +25,4 @@ export async function buildConsole(): Promise<void> {
     jsxImportSource: "preact",
     logLevel: "warning",
   });
-}
-
-if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  await buildConsole();
-  console.log(`Built the console into ${CONSOLE_DIST}`);
 }

@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { notFound } from "../core/errors.ts";
 import { isUuid } from "../db/ids.ts";
 import type { App } from "../http/types.ts";
-import { buildConsole, CONSOLE_DIST, consoleBuilt } from "./build.ts";
+import { buildConsole, CONSOLE_DIST, consoleBuilt } from "./console-bundle.ts";
 
 const CSP = [
   "default-src 'none'",

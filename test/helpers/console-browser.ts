@@ -1,6 +1,6 @@
 // What the console's browser tests share: Chromium, signing in, and a fresh bundle of the console.
 import { type Browser, chromium, type Page } from "playwright-core";
-import { buildConsole } from "../../src/console/build.ts";
+import { buildConsole } from "../../src/platform/console-bundle.ts";
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 

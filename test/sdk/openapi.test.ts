@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { describe, it } from "node:test";
-import { GENERATED_PATH, generateTypes } from "../../src/sdk/generate.ts";
+import { GENERATED_PATH, generateTypes } from "../../tools/generate-sdk.ts";
 
 describe("SDK types", () => {
   it("src/sdk/openapi.ts is what a freshly built app's /openapi.json generates (run `npm run sdk:generate`)", async () => {
