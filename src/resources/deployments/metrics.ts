@@ -1,12 +1,12 @@
 // GET /v2/deployments/{id}/metrics: the console's charts, from what this process's apps router
-// counted (src/runtimes/local/request-metrics.ts).
+// counted (src/runtimes/local/routing/request-metrics.ts).
 import { Type } from "@sinclair/typebox";
 import { notFound } from "../../core/errors.ts";
 import { StringEnum } from "../../core/shapes.ts";
 import { workspaceOf } from "../../http/auth.ts";
 import { ErrorBody } from "../../http/errors.ts";
 import type { App } from "../../http/types.ts";
-import { BUCKET_MS, trafficSeries } from "../../runtimes/local/request-metrics.ts";
+import { BUCKET_MS, trafficSeries } from "../../runtimes/local/routing/request-metrics.ts";
 import { DeploymentParams } from "./schema.ts";
 import { peekDeployment } from "./store.ts";
 

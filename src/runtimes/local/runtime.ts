@@ -15,7 +15,6 @@ import {
 import { abortError } from "../shared/exec.ts";
 import { Layout } from "../shared/layout.ts";
 import { Tail } from "../shared/lines.ts";
-import { ensureCache } from "./cache.ts";
 import { removeDeploymentContainers } from "./containers/container.ts";
 import { containerIsolationCheck } from "./containers/container-isolation.ts";
 import { planLaunch } from "./launch-plan.ts";
@@ -24,11 +23,12 @@ import { buildRevision, isRevisionBuilt, type PhaseHandles, prepareRevision, rev
 import { RevisionGroup } from "./processes/group.ts";
 import { ProcessRecord } from "./processes/orphans.ts";
 import { Replica } from "./processes/replica.ts";
-import { recordRestart } from "./request-metrics.ts";
-import { AppsRouter } from "./router.ts";
+import { ensureCache } from "./redis/cache.ts";
+import { recordRestart } from "./routing/request-metrics.ts";
+import { AppsRouter } from "./routing/router.ts";
+import { DeploymentSlot } from "./routing/slot.ts";
 import { Confiner, OTHER_PROTECTION_PROBES } from "./sandbox/confine.ts";
 import type { Traffic } from "./scaling/traffic.ts";
-import { DeploymentSlot } from "./slot.ts";
 
 export type { LocalRuntimeOptions, RuntimeLogger } from "./options.ts";
 

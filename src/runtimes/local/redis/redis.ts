@@ -2,13 +2,13 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { constants } from "node:fs";
 import { access } from "node:fs/promises";
 import { setTimeout as sleep } from "node:timers/promises";
-import { DeployError } from "../interface.ts";
-import type { Wrap } from "../shared/exec.ts";
-import { forEachLine } from "../shared/lines.ts";
-import { killGroup } from "../shared/process-group.ts";
-import { type CpuCgroup, createCpuCgroup } from "./processes/cpu-cgroup.ts";
-import type { ProcessRecord } from "./processes/orphans.ts";
-import { releasePort, takePort } from "./processes/ports.ts";
+import { DeployError } from "../../interface.ts";
+import type { Wrap } from "../../shared/exec.ts";
+import { forEachLine } from "../../shared/lines.ts";
+import { killGroup } from "../../shared/process-group.ts";
+import { type CpuCgroup, createCpuCgroup } from "../processes/cpu-cgroup.ts";
+import type { ProcessRecord } from "../processes/orphans.ts";
+import { releasePort, takePort } from "../processes/ports.ts";
 import { redisCommands } from "./resp.ts";
 
 /**

@@ -2,12 +2,12 @@ import assert from "node:assert/strict";
 import { existsSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
-import { DeployError, type RevisionSpec } from "../../../src/runtimes/interface.ts";
-import { redisCommands } from "../../../src/runtimes/local/resp.ts";
-import type { LocalRuntime } from "../../../src/runtimes/local/runtime.ts";
-import { hostSystem, probeBwrap } from "../../../src/runtimes/local/sandbox/sandbox.ts";
-import { cleanupTemp, hit, newRuntime, phase, spec, tempDir } from "../../helpers/local-runtime.ts";
-import { REDIS_APP_JS } from "../../helpers/redis-app.ts";
+import { DeployError, type RevisionSpec } from "../../../../src/runtimes/interface.ts";
+import { redisCommands } from "../../../../src/runtimes/local/redis/resp.ts";
+import type { LocalRuntime } from "../../../../src/runtimes/local/runtime.ts";
+import { hostSystem, probeBwrap } from "../../../../src/runtimes/local/sandbox/sandbox.ts";
+import { cleanupTemp, hit, newRuntime, phase, spec, tempDir } from "../../../helpers/local-runtime.ts";
+import { REDIS_APP_JS } from "../../../helpers/redis-app.ts";
 
 const root = process.getuid?.() === 0;
 const RANGE = { first: 311_000, last: 311_099 };

@@ -1,9 +1,9 @@
-import type { ProcessInfo } from "../interface.ts";
-import type { RevisionGroup } from "./processes/group.ts";
-import type { ProcessRecord } from "./processes/orphans.ts";
-import type { RedisServer } from "./redis.ts";
+import type { ProcessInfo } from "../../interface.ts";
+import type { RevisionGroup } from "../processes/group.ts";
+import type { ProcessRecord } from "../processes/orphans.ts";
+import type { RedisServer } from "../redis/redis.ts";
+import { Traffic } from "../scaling/traffic.ts";
 import type { AppsRouter } from "./router.ts";
-import { Traffic } from "./scaling/traffic.ts";
 
 /**
  * What runs for one deployment on this machine: the active revision group, the groups starting or

@@ -11,8 +11,8 @@ import {
 } from "node:http";
 import { connect, type Socket } from "node:net";
 import type { Duplex } from "node:stream";
-import type { RevisionGroup } from "./processes/group.ts";
-import type { Replica } from "./processes/replica.ts";
+import type { RevisionGroup } from "../processes/group.ts";
+import type { Replica } from "../processes/replica.ts";
 import { recordRequest } from "./request-metrics.ts";
 
 /** Headers that describe one connection, not the message; a proxy must not pass them on. */

@@ -1,13 +1,13 @@
 import { randomBytes } from "node:crypto";
 import { mkdir } from "node:fs/promises";
-import type { BuildRecord } from "../build/app-config.ts";
-import { DeployError, type RevisionSpec } from "../interface.ts";
-import type { Layout } from "../shared/layout.ts";
-import type { ContainerNetwork } from "./containers/container.ts";
-import type { ProcessRecord } from "./processes/orphans.ts";
+import type { BuildRecord } from "../../build/app-config.ts";
+import { DeployError, type RevisionSpec } from "../../interface.ts";
+import type { Layout } from "../../shared/layout.ts";
+import type { ContainerNetwork } from "../containers/container.ts";
+import type { ProcessRecord } from "../processes/orphans.ts";
+import type { Confiner } from "../sandbox/confine.ts";
+import { SANDBOX_APP_DIR } from "../sandbox/sandbox.ts";
 import { missingRedis, RedisServer } from "./redis.ts";
-import type { Confiner } from "./sandbox/confine.ts";
-import { SANDBOX_APP_DIR } from "./sandbox/sandbox.ts";
 
 /**
  * Whether a revision gets the deployment's own Redis, and bringing it up: the cache group of the
