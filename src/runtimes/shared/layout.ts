@@ -12,12 +12,12 @@ function segment(kind: string, id: string): string {
  * Where the local runtime keeps its files under the data dir:
  *   apps/<deploymentId>/<revisionId>/app/         the revision's source tree, built in place
  *   apps/<deploymentId>/<revisionId>/build.json   the resolved app config, written last by build
- *   apps/<deploymentId>/processes.json            its live process groups (see orphans.ts)
+ *   apps/<deploymentId>/processes.json            its live process groups (see local/processes/orphans.ts)
  *   apps/<deploymentId>/home/                     the deployment's HOME (npm cache in .npm)
  *   apps/<deploymentId>/uid, etc/                 its sandbox uid and /etc/passwd, /etc/group
  *   apps/<deploymentId>/redis/                    its own Redis's data (when it has one)
  *   runtime/home                                  HOME of Slipway's own git commands
- *   runtime/uids/<uid>                            which deployment holds a uid (see uids.ts)
+ *   runtime/uids/<uid>                            which deployment holds a uid (see local/sandbox/uids.ts)
  */
 export class Layout {
   constructor(readonly dataDir: string) {}

@@ -3,7 +3,7 @@ import { describe, it } from "node:test";
 import { imageTag, imageVersion, qualifiedImage } from "../../../src/runtimes/build/image.ts";
 import { CONTAINERS_CONF } from "../../../src/runtimes/engine/finder.ts";
 
-/** The pure parts of image revisions; the engine itself is exercised in containers.test.ts. */
+/** The pure parts of image revisions; the engine itself is exercised in local/containers/container.test.ts. */
 describe("container image references", () => {
   it("take the tag as written, and spell out Docker Hub's short names", () => {
     assert.equal(imageTag("reg.example:5000/team/app:1.2@sha256:abc"), "1.2");

@@ -8,7 +8,7 @@ import { cleanupTemp, hit, newRuntime, phase, spec, tempDir, writeApp } from "..
 
 /**
  * Apps that listen somewhere other than $PORT (real processes, unsandboxed; the sandboxed case is in
- * sandbox.test.ts): the start fails after a short grace, not the health timeout, and says why.
+ * sandbox/sandbox.test.ts): the start fails after a short grace, not the health timeout, and says why.
  * The health timeout here is far longer than each test may take, so only the early verdict passes.
  */
 const NEVER_MS = 300_000;

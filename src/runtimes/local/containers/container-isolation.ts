@@ -38,7 +38,7 @@ export function hardeningFlags(engine: Engine, hostNetwork: boolean): string[] {
   return flags;
 }
 
-/** The probe "container isolation" (protections.ts) for the engine found and the configured network. */
+/** The probe "container isolation" (protections/probes.ts) for the engine found and the configured network. */
 export async function probeContainerIsolation(
   engine: Engine | undefined,
   network: "bridge" | "host",

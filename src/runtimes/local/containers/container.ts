@@ -37,7 +37,7 @@ export const REVISION_LABEL = "slipway.revision";
 /** Names the data dir (hashed): teardown and leftovers only ever touch this Slipway's containers. */
 export const OWNER_LABEL = "slipway.owner";
 
-/** One container replica, as `Launch` of kind "container" in replica.ts carries it. */
+/** One container replica, as `Launch` of kind "container" in processes/replica.ts carries it. */
 export interface ContainerLaunch {
   engine: Engine;
   /** The image id from the build record. */
@@ -135,7 +135,7 @@ const PID_RETRY_MS = 1000;
 
 /**
  * The host pid of a replica's container once it runs (the engine's `inspect`), remembered once
- * known; undefined before. What port-check.ts reads the container's listening sockets from.
+ * known; undefined before. What processes/port-check.ts reads the container's listening sockets from.
  */
 export function containerPidFinder(launch: ContainerLaunch): () => Promise<number | undefined> {
   let pid: number | undefined;

@@ -8,7 +8,7 @@ import { setTimeout as sleep } from "node:timers/promises";
  * `memory.max` when the own cgroup's `cgroup.subtree_control` has (or accepts) `+memory`. Unlike
  * RLIMIT_DATA this counts everything a process group really uses (RSS, page cache, shared memory)
  * and the kernel OOM-kills inside the group when it is over. Where none is writable, `support()`
- * is undefined and callers keep the rlimit alone. The cpu (cpu-cgroup.ts) and pids (pids-limit.ts)
+ * is undefined and callers keep the rlimit alone. The cpu (cpu-cgroup.ts) and pids (sandbox/pids-limit.ts)
  * controllers are found the same way.
  */
 

@@ -153,7 +153,7 @@ export class RedisServer {
     let { file, args, cwd } = this.o.wrap([this.o.binary, "-"]);
     const procs = this.cpuGroup?.procsPath;
     if (procs !== undefined) {
-      // Joined by a host-side shell that then becomes the sandbox, as replica.ts does.
+      // Joined by a host-side shell that then becomes the sandbox, as processes/replica.ts does.
       args = ["-c", 'echo $$ > "$1" && shift && exec "$@"', "sh", procs, file, ...args];
       file = "sh";
     }

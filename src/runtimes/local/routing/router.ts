@@ -102,7 +102,7 @@ function hasBody(req: IncomingMessage): boolean {
  * active revision, round-robin, as a streaming reverse proxy. A request picks its process when it
  * starts and holds it (in-flight count) until its response is done, which is what lets a switch of
  * revisions drain the old processes without failing anything. Every request counts in its
- * deployment's Traffic (traffic.ts) from routing to the end of its response, which the autoscaler
+ * deployment's Traffic (scaling/traffic.ts) from routing to the end of its response, which the autoscaler
  * reads; a request to a deployment scaled to zero is held while one process starts (a cold start).
  */
 export class AppsRouter {

@@ -15,7 +15,7 @@ export class DeploymentSlot {
   readonly starting = new Set<RevisionGroup>();
   /** Replaced revisions still finishing their in-flight requests. */
   readonly retiring = new Set<RevisionGroup>();
-  /** The deployment's own Redis, kept across revisions (cache.ts). */
+  /** The deployment's own Redis, kept across revisions (redis/cache.ts). */
   cache: RedisServer | undefined;
   /** Its requests as the router counts them, across revisions (autoscaling, idle periods). */
   readonly traffic = new Traffic();

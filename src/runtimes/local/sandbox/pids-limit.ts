@@ -11,7 +11,7 @@ import type { ProtectionProbe } from "../protections/probes.ts";
  * has a host uid of its own), RLIMIT_NPROC on that uid. Where neither works the limit is off.
  *
  * cgroup v2 keeps a process in one group only: joining the deployment's group would take a replica
- * out of its memory and cpu groups (replica.ts), so v2 is used only where those are not on v2.
+ * out of its memory and cpu groups (processes/replica.ts), so v2 is used only where those are not on v2.
  */
 
 export interface PidsOptions {

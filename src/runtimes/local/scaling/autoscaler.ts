@@ -3,10 +3,10 @@
  * concurrency autoscaler (and the HPA's cpu target, which is the same rule): the total of a metric
  * over all processes, averaged over a stable window and divided by the target per process, is the
  * wanted count. API processes are measured by the router's in-flight requests, queue workers by
- * their cpu (group.ts feeds both). Up when the stable window (or, sooner, the panic window at twice
+ * their cpu (processes/group.ts feeds both). Up when the stable window (or, sooner, the panic window at twice
  * the target, where the metric has one) asks for more; down only once fewer have been enough for
  * the whole cool-down; to zero (min 0 only) after the idle period without a request. Pure: time
- * and values are passed in, nothing here starts a timer or a process (group.ts does).
+ * and values are passed in, nothing here starts a timer or a process (processes/group.ts does).
  */
 
 /** What is measured, as a deploy-log line says it. */
