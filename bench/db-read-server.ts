@@ -1,7 +1,8 @@
 import Fastify from "fastify";
 import { loadConfig } from "../src/config.ts";
+import { deploymentPage } from "../src/core/deployments/list-store.ts";
+import { findDeploymentRecord } from "../src/core/deployments/read-store.ts";
 import { openDatabase } from "../src/db/client.ts";
-import { deploymentPage, findDeploymentRecord } from "../src/resources/deployments/store.ts";
 
 /**
  * A second reference beside the limit: bare Fastify routes (no auth, hooks or validation) that run

@@ -7,12 +7,12 @@ import { sql } from "drizzle-orm";
 import { buildApp } from "../src/app.ts";
 import { bootstrap } from "../src/bootstrap.ts";
 import { loadConfig } from "../src/config.ts";
+import { explainDeploymentPage } from "../src/core/deployments/list-store.ts";
 import { Keyring } from "../src/crypto/envelope.ts";
 import { openDatabase, rows } from "../src/db/client.ts";
 import { migrate } from "../src/db/migrate.ts";
 import { listFilter } from "../src/resources/deployments/list.ts";
 import type { ListDeploymentsQuery } from "../src/resources/deployments/schema.ts";
-import { explainDeploymentPage } from "../src/resources/deployments/store.ts";
 import { dropDatabase, freshDatabase } from "./databases.ts";
 import { idOf, loadScale } from "./scale-load.ts";
 

@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import Fastify, { LogController } from "fastify";
+import { completeAuditRecord, insertAuditRecord } from "./core/audit/store.ts";
 import type { AppDeps } from "./deps.ts";
 import { registerAudit } from "./http/audit.ts";
 import { registerAuth } from "./http/auth.ts";
@@ -92,7 +93,14 @@ export async function buildApp(deps: AppDeps, opts: BuildOptions = {}): Promise<
   // After auth: the limit counts per API key.
   registerRateLimit(app, config.rateLimitPerMinute);
   // After auth: every write by a known caller is recorded (http/audit.ts).
-  registerAudit(app, deps.db, config.basePath);
+  registerAudit(
+    app,
+    {
+      complete: (id, status, resourceId) => completeAuditRecord(deps.db.orm, id, status, resourceId),
+      insert: (scope, status) => insertAuditRecord(deps.db.orm, scope, status),
+    },
+    config.basePath,
+  );
   const metrics = registerMetrics(app, deps.db);
   await registerReadCache(app, deps.db, config.readCacheBytes);
   app.addHook("onSend", (request, reply, payload, done) => {

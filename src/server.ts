@@ -5,7 +5,7 @@ import { loadKeyring } from "./crypto/master-key.ts";
 import { openDatabase } from "./db/client.ts";
 import { migrate } from "./db/migrate.ts";
 import type { App } from "./http/types.ts";
-import { startReconciler } from "./reconciler/start.ts";
+import { startReconciler } from "./wiring/reconciler.ts";
 import { LocalGitPoller } from "./resources/integrations/poller.ts";
 import { WebhookDispatcher } from "./resources/webhooks/dispatcher.ts";
 import { ProcessBoard } from "./runtimes/board.ts";

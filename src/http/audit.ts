@@ -1,8 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { FastifyInstance, FastifyRequest } from "fastify";
-import type { Database } from "../db/client.ts";
-import { type AuditScope, runWithAuditScope } from "../resources/audit-log/scope.ts";
-import { completeAuditRecord, insertAuditRecord } from "../resources/audit-log/store.ts";
+import { runWithAuditScope } from "../core/audit/scope.ts";
+import type { AuditScope } from "../core/audit/store.ts";
 import { READ_METHODS } from "./types.ts";
 
 /**
@@ -91,7 +90,15 @@ function createdId(payload: unknown): string | null {
   }
 }
 
-export function registerAudit(app: FastifyInstance, db: Database, basePath: string): void {
+/** Where records go: the audit log's store, handed in at wiring (app.ts). */
+export interface AuditRecords {
+  /** Completes a record written in the change's transaction; false when there is none. */
+  complete(id: string, statusCode: number, resourceId: string | null): Promise<boolean>;
+  /** Writes the whole record now (no transaction of a change wrote it). */
+  insert(scope: AuditScope, statusCode: number): Promise<void>;
+}
+
+export function registerAudit(app: FastifyInstance, records: AuditRecords, basePath: string): void {
   app.addHook("preHandler", (request, reply, done) => {
     const scope = scopeOf(request, basePath);
     if (!scope) return done();
@@ -115,9 +122,8 @@ export function registerAudit(app: FastifyInstance, db: Database, basePath: stri
       return done(null, payload);
     }
     const write = async () => {
-      const completed =
-        scope.recorded && (await completeAuditRecord(db.orm, scope.id, reply.statusCode, resourceId));
-      if (!completed) await insertAuditRecord(db.orm, { ...scope, resourceId }, reply.statusCode);
+      const completed = scope.recorded && (await records.complete(scope.id, reply.statusCode, resourceId));
+      if (!completed) await records.insert({ ...scope, resourceId }, reply.statusCode);
     };
     write()
       .catch((err: unknown) => request.log.error({ err }, "writing the audit record failed"))

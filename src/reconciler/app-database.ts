@@ -1,9 +1,9 @@
 import { randomBytes } from "node:crypto";
 import pg from "pg";
+import { servicePasswordEnc, setDatabaseName } from "../core/deployments/runtime-store.ts";
 import type { Keyring } from "../crypto/envelope.ts";
 import { encryptionContext } from "../crypto/envelope.ts";
 import type { Executor } from "../db/client.ts";
-import { servicePasswordEnc, setDatabaseName } from "../resources/deployments/store.ts";
 
 /** Role and database name of a deployment's own database: derived from its id, always a safe identifier. */
 export function appDatabaseName(deploymentId: string): string {

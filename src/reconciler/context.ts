@@ -1,13 +1,24 @@
 import type { FastifyBaseLogger } from "fastify";
 import type { Config } from "../config.ts";
 import type { Keyring } from "../crypto/envelope.ts";
-import type { Database, Executor } from "../db/client.ts";
+import type { Database, Executor, Orm, Reader } from "../db/client.ts";
 import type { AppDatabases } from "./app-database.ts";
 import type { LogSinks } from "./log-sink.ts";
 import type { Runtimes } from "./runtimes.ts";
 import type { SourceResolver } from "./sources.ts";
 
 export type ReconcilerLogger = Pick<FastifyBaseLogger, "info" | "warn" | "error">;
+
+/**
+ * What the reconciler reads of tables it does not own, handed down at wiring (src/wiring/) so
+ * that it imports no resource.
+ */
+export interface ReconcilerLookups {
+  /** The install's first organization, whose apps are trusted (spec.ts). */
+  firstOrganizationId(orm: Orm): Promise<string | undefined>;
+  /** Whether each listener was heard from within `timeoutS` (leader.ts). */
+  listenerLiveness(exec: Reader, timeoutS: number): Promise<{ id: string; connected: boolean }[]>;
+}
 
 /** A revision this process works on. */
 export interface Job {
@@ -30,6 +41,7 @@ export interface Worker {
   readonly keyring: Keyring;
   readonly runtimes: Runtimes;
   readonly resolveSource: SourceResolver;
+  readonly lookups: ReconcilerLookups;
   /** Removes a torn-down deployment's row. */
   readonly removeDeployment: (exec: Executor, id: string) => Promise<unknown>;
   readonly log: ReconcilerLogger;

@@ -1,13 +1,11 @@
+import { activateRevision } from "../core/deployments/runtime-store.ts";
+import { moveDeployment, recordLatestCommit } from "../core/deployments/write-store.ts";
+import { newerRevisionWaiting, revisionStatus } from "../core/revisions/read-store.ts";
+import { isTerminal, MID_WAY, type RevisionStatus } from "../core/revisions/states.ts";
+import { writeRevisionStatus } from "../core/revisions/status-store.ts";
+import { recordCommit, setAttempts } from "../core/revisions/write-store.ts";
 import { LOGS_CHANNEL, STATUS_CHANNEL, WORK_CHANNEL } from "../db/channels.ts";
 import type { Executor } from "../db/client.ts";
-import { activateRevision, moveDeployment, recordLatestCommit } from "../resources/deployments/store.ts";
-import {
-  newerRevisionWaiting,
-  recordCommit,
-  revisionStatus,
-  setAttempts,
-  writeRevisionStatus,
-} from "../resources/revisions/store.ts";
 import type { Activation, PhaseContext } from "../runtimes/interface.ts";
 import { buildWithin } from "./build-limit.ts";
 import type { Worker } from "./context.ts";
@@ -15,7 +13,6 @@ import { failureStatus, isRuntimeFailure, LostClaim, messageOf, phaseFailure } f
 import type { RevisionLogSink } from "./log-sink.ts";
 import { activateExisting } from "./restore.ts";
 import { redisPassword, referencedSecrets, revisionSecrets, specFor } from "./spec.ts";
-import { isTerminal, MID_WAY, type RevisionStatus } from "./states.ts";
 import { activeRevisionOf, releaseLease } from "./store.ts";
 import type { RevisionWork } from "./work.ts";
 

@@ -1,5 +1,5 @@
+import { canTransition, type RevisionStatus } from "../core/revisions/states.ts";
 import { BuildError, DeployError, SourceError } from "../runtimes/interface.ts";
-import { canTransition, type RevisionStatus } from "./states.ts";
 
 /** The claim ended under the worker: the API interrupted or skipped it, or another worker took it. */
 export class LostClaim extends Error {

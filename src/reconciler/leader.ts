@@ -1,7 +1,6 @@
-import { pruneAuditLog } from "../resources/audit-log/store.ts";
-import { moveDeployment } from "../resources/deployments/store.ts";
-import { pruneEvents } from "../resources/events/store.ts";
-import { listenerLiveness } from "../resources/listeners/store.ts";
+import { pruneAuditLog } from "../core/audit/store.ts";
+import { moveDeployment } from "../core/deployments/write-store.ts";
+import { pruneEvents } from "../core/events/store.ts";
 import type { Worker } from "./context.ts";
 import { checkStorage } from "./storage.ts";
 import { asLeader, checkedDeployments } from "./store.ts";
@@ -20,7 +19,7 @@ export async function checkHealth(w: Worker): Promise<void> {
   await asLeader(w.db, async (tx) => {
     const deployments = await checkedDeployments(tx);
     const connected = deployments.some((d) => d.listener_id)
-      ? new Map((await listenerLiveness(tx, w.listenerTimeoutS)).map((l) => [l.id, l.connected]))
+      ? new Map((await w.lookups.listenerLiveness(tx, w.listenerTimeoutS)).map((l) => [l.id, l.connected]))
       : new Map<string, boolean>();
     for (const d of deployments) {
       if (w.restoring.has(d.id)) continue;

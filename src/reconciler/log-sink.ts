@@ -1,7 +1,7 @@
+import type { LogStream } from "../core/revision-logs/store.ts";
+import { appendLogLines } from "../core/revision-logs/store.ts";
 import { LOGS_CHANNEL } from "../db/channels.ts";
 import type { Database } from "../db/client.ts";
-import { appendLogLines } from "../resources/revision-logs/store.ts";
-import type { LogStream } from "../runtimes/interface.ts";
 import { redactor } from "./redact.ts";
 
 /** Lines kept per revision and stream; older ones are dropped first. */

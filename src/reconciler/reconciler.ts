@@ -1,15 +1,15 @@
 import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
 import type { Config } from "../config.ts";
+import { removeDeployment } from "../core/deployments/write-store.ts";
 import type { Keyring } from "../crypto/envelope.ts";
 import { WORK_CHANNEL } from "../db/channels.ts";
 import type { Database, Executor } from "../db/client.ts";
-import { removeDeployment } from "../resources/deployments/store.ts";
 import type { Runtime } from "../runtimes/interface.ts";
 import { type ImageBuilder, RemoteRuntime } from "../runtimes/remote/runtime.ts";
 import { AppDatabases } from "./app-database.ts";
 import { type ClaimedRevision, claimRevisions } from "./claims/store.ts";
-import type { Job, ReconcilerLogger, Worker } from "./context.ts";
+import type { Job, ReconcilerLogger, ReconcilerLookups, Worker } from "./context.ts";
 import { drive } from "./driver.ts";
 import { LostClaim } from "./errors.ts";
 import { checkHealth, pruneHistory } from "./leader.ts";
@@ -38,6 +38,7 @@ export interface ReconcilerOptions {
   /** Builds and pushes images of sources a listener cannot run as they are (when a registry is set). */
   imageBuilder?: ImageBuilder;
   resolveSource: SourceResolver;
+  lookups: ReconcilerLookups;
   /** Removes a torn-down deployment's row (the deployments store's, unless a test says otherwise). */
   removeDeployment?: (exec: Executor, id: string) => Promise<unknown>;
   logger?: ReconcilerLogger;
@@ -90,6 +91,7 @@ export class Reconciler {
         ...opts.runtimes,
       }),
       resolveSource: opts.resolveSource,
+      lookups: opts.lookups,
       removeDeployment: opts.removeDeployment ?? removeDeployment,
       log,
       workerId: this.workerId,

@@ -1,9 +1,9 @@
+import { listenerOfDeployment } from "../core/deployments/read-store.ts";
+import { recordImageRef, remoteState } from "../core/revisions/listener-store.ts";
 import { LISTENER_CHANNEL, REPORT_CHANNEL } from "../db/channels.ts";
 import type { Database } from "../db/client.ts";
 import { ChannelWaiters } from "../db/waiters.ts";
 import { hostOf } from "../protocol/listener.ts";
-import { listenerOfDeployment } from "../resources/deployments/store.ts";
-import { recordImageRef, remoteState } from "../resources/revisions/store.ts";
 import type { RemoteBridge, RemoteReport } from "../runtimes/remote/runtime.ts";
 
 const STATES: ReadonlySet<string> = new Set(["applied", "progressing", "available", "failed"]);

@@ -1,4 +1,4 @@
-import { moveDeployment } from "../resources/deployments/store.ts";
+import { moveDeployment } from "../core/deployments/write-store.ts";
 import type { PhaseContext } from "../runtimes/interface.ts";
 import { buildWithin } from "./build-limit.ts";
 import type { Worker } from "./context.ts";

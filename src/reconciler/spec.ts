@@ -1,8 +1,7 @@
 import { randomBytes } from "node:crypto";
+import { servicePasswordEnc } from "../core/deployments/runtime-store.ts";
+import { readRevisionSecrets } from "../core/deployments/secrets.ts";
 import { encryptionContext } from "../crypto/envelope.ts";
-import { readRevisionSecrets } from "../resources/deployments/secrets.ts";
-import { servicePasswordEnc } from "../resources/deployments/store.ts";
-import { firstOrganizationId } from "../resources/organizations/service.ts";
 import type { RevisionSpec } from "../runtimes/interface.ts";
 import type { Worker } from "./context.ts";
 import { resolveSecretReferences } from "./secret-refs.ts";
@@ -38,7 +37,7 @@ let first: { db: Worker["db"]; id: Promise<string | undefined> } | undefined;
 
 /** Looked up once per database: organizations are never deleted, so the first one stays first. */
 function firstOrganization(w: Worker): Promise<string | undefined> {
-  if (first?.db !== w.db) first = { db: w.db, id: firstOrganizationId(w.db.orm) };
+  if (first?.db !== w.db) first = { db: w.db, id: w.lookups.firstOrganizationId(w.db.orm) };
   return first.id;
 }
 

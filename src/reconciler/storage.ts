@@ -1,5 +1,6 @@
+import { setStorageNote } from "../core/deployments/runtime-store.ts";
+import { emitStorageExceeded } from "../core/deployments/write-store.ts";
 import type { Executor } from "../db/client.ts";
-import { emitStorageExceeded, setStorageNote } from "../resources/deployments/store.ts";
 import type { Worker } from "./context.ts";
 import { databaseStorage } from "./store.ts";
 import type { LogNote } from "./usage.ts";

@@ -1,10 +1,10 @@
 import { sql } from "drizzle-orm";
+import { CLAIMABLE, type DeploymentStatus, type RevisionStatus } from "../core/revisions/states.ts";
 import { LEADER_LOCK } from "../db/channels.ts";
 import { type Database, type Executor, type Reader, rows } from "../db/client.ts";
 import { fromNow, sqlList, uuidList } from "../db/sql.ts";
 import type { DeploymentType } from "../runtimes/interface.ts";
 import { runtimeNameOf } from "./runtimes.ts";
-import { CLAIMABLE, type DeploymentStatus, type RevisionStatus } from "./states.ts";
 import type { RevisionWork } from "./work.ts";
 
 /**

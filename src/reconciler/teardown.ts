@@ -1,4 +1,5 @@
-import { revisionIdsOf, unfinishedRevisions, writeRevisionStatus } from "../resources/revisions/store.ts";
+import { revisionIdsOf, unfinishedRevisions } from "../core/revisions/read-store.ts";
+import { writeRevisionStatus } from "../core/revisions/status-store.ts";
 import type { Worker } from "./context.ts";
 import { LostClaim } from "./errors.ts";
 import { type ClaimedDeletion, deferDeletion, leaseHeld } from "./store.ts";

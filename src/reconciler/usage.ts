@@ -1,5 +1,6 @@
+import { recordLastRequest } from "../core/deployments/runtime-store.ts";
+import { moveDeployment } from "../core/deployments/write-store.ts";
 import type { Executor } from "../db/client.ts";
-import { moveDeployment, recordLastRequest } from "../resources/deployments/store.ts";
 import type { Worker } from "./context.ts";
 import { DEFAULT_RUNTIME } from "./runtimes.ts";
 import { idleDeployments } from "./store.ts";

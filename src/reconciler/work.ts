@@ -1,5 +1,5 @@
+import type { DeploymentStatus, RevisionStatus } from "../core/revisions/states.ts";
 import type { DeploymentType } from "../runtimes/interface.ts";
-import type { DeploymentStatus, RevisionStatus } from "./states.ts";
 
 /** A revision with what the reconciler needs of its deployment (reconciler/store.ts reads it). */
 export interface RevisionWork {

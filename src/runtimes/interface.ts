@@ -1,4 +1,5 @@
 import type { Readable } from "node:stream";
+import type { LogStream } from "../core/revision-logs/store.ts";
 
 /**
  * The data plane as the reconciler sees it. The reconciler owns state (rows, leases,
@@ -49,8 +50,6 @@ export interface RevisionSpec {
    */
   trusted: boolean;
 }
-
-export type LogStream = "build" | "deploy";
 
 export interface PhaseContext {
   /** One line of build or deploy output; the caller stores it and redacts secrets. */

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, it } from "node:test";
 import { AppDatabases } from "../../src/reconciler/app-database.ts";
-import { type RunningReconciler, startReconciler } from "../../src/reconciler/start.ts";
+import { type RunningReconciler, startReconciler } from "../../src/wiring/reconciler.ts";
 import { e2eEnv, freePort, gitRoot } from "../e2e/stack.ts";
 import { APP_FILES, lateTimersOptions, runCli, runCliInTerminal, screenOf } from "../helpers/cli.ts";
 import { TEST_DATABASE_URL } from "../helpers/databases.ts";

@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { after, before, it } from "node:test";
 import type { Browser, Page } from "playwright-core";
 import { AppDatabases } from "../../src/reconciler/app-database.ts";
-import { type RunningReconciler, startReconciler } from "../../src/reconciler/start.ts";
+import { type RunningReconciler, startReconciler } from "../../src/wiring/reconciler.ts";
 import { appGet, e2eEnv, freePort, gitRoot } from "../e2e/stack.ts";
 import { launch, signIn } from "../helpers/console-browser.ts";
 import { TEST_DATABASE_URL } from "../helpers/databases.ts";

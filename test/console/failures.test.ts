@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { after, afterEach, before, beforeEach, it } from "node:test";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { AppDatabases } from "../../src/reconciler/app-database.ts";
-import { type RunningReconciler, startReconciler } from "../../src/reconciler/start.ts";
+import { type RunningReconciler, startReconciler } from "../../src/wiring/reconciler.ts";
 import { Api, AppRepo, e2eEnv, freePort, gitRoot } from "../e2e/stack.ts";
 import { launch, signIn } from "../helpers/console-browser.ts";
 import { TEST_DATABASE_URL } from "../helpers/databases.ts";

@@ -13,7 +13,7 @@ import { addKeyToFile, keyFilePath, loadKeyring } from "../../src/crypto/master-
 import { rotateSecrets } from "../../src/crypto/rotate.ts";
 import { rows } from "../../src/db/client.ts";
 import { envelopeColumn } from "../../src/db/envelopes.ts";
-import { revisionEnvelopes, secretContextId } from "../../src/resources/revisions/store.ts";
+import { revisionEnvelopes, secretContextId } from "../../src/core/revisions/secrets-store.ts";
 import { createTestDatabase, DB_KINDS } from "../helpers/databases.ts";
 
 describe("envelope encryption", () => {

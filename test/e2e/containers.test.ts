@@ -5,7 +5,7 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, it } from "node:test";
-import { type RunningReconciler, startReconciler } from "../../src/reconciler/start.ts";
+import { type RunningReconciler, startReconciler } from "../../src/wiring/reconciler.ts";
 import { insertApiKey } from "../../src/resources/api-keys/service.ts";
 import { execEngine } from "../../src/runtimes/engine/engine.ts";
 import { CONTAINER_PORT, OWNER_LABEL } from "../../src/runtimes/local/containers/container.ts";

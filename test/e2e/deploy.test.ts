@@ -3,7 +3,7 @@ import { existsSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { after, it } from "node:test";
 import { AppDatabases } from "../../src/reconciler/app-database.ts";
-import { type RunningReconciler, startReconciler } from "../../src/reconciler/start.ts";
+import { type RunningReconciler, startReconciler } from "../../src/wiring/reconciler.ts";
 import { TEST_DATABASE_URL } from "../helpers/databases.ts";
 import { forEachDatabase } from "../helpers/harness.ts";
 import { waitForRevision } from "../helpers/wait.ts";

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, it } from "node:test";
-import { type RunningReconciler, startReconciler } from "../../src/reconciler/start.ts";
+import { type RunningReconciler, startReconciler } from "../../src/wiring/reconciler.ts";
 import { diskUsage } from "../../src/runtimes/build/disk-limit.ts";
 import { gzipBomb } from "../helpers/bomb.ts";
 import { eventually } from "../helpers/eventually.ts";

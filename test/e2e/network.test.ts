@@ -5,7 +5,7 @@ import { createServer as createHttpServer, type Server } from "node:http";
 import { type AddressInfo, connect } from "node:net";
 import { after, before, it } from "node:test";
 import { AppDatabases } from "../../src/reconciler/app-database.ts";
-import { type RunningReconciler, startReconciler } from "../../src/reconciler/start.ts";
+import { type RunningReconciler, startReconciler } from "../../src/wiring/reconciler.ts";
 import { insertApiKey } from "../../src/resources/api-keys/service.ts";
 import { probeNetworkNamespaces } from "../../src/runtimes/local/network/probe.ts";
 import { hostSystem, probeBwrap } from "../../src/runtimes/local/sandbox/sandbox.ts";

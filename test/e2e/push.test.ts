@@ -7,7 +7,7 @@ import { dirname, join } from "node:path";
 import { after, it } from "node:test";
 import { fileURLToPath } from "node:url";
 import { sign } from "@octokit/webhooks-methods";
-import { type RunningReconciler, startReconciler } from "../../src/reconciler/start.ts";
+import { type RunningReconciler, startReconciler } from "../../src/wiring/reconciler.ts";
 import { LocalGitPoller } from "../../src/resources/integrations/poller.ts";
 import { forEachDatabase } from "../helpers/harness.ts";
 import { waitForRevision } from "../helpers/wait.ts";

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, it } from "node:test";
-import { type RunningReconciler, startReconciler } from "../../src/reconciler/start.ts";
+import { type RunningReconciler, startReconciler } from "../../src/wiring/reconciler.ts";
 import { insertApiKey } from "../../src/resources/api-keys/service.ts";
 import { NO_SANDBOX_REFUSAL, UNSANDBOXED_WARNING } from "../../src/runtimes/local/protections/refusals.ts";
 import { hostSystem, probeBwrap } from "../../src/runtimes/local/sandbox/sandbox.ts";

@@ -3,7 +3,7 @@ import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { request } from "node:http";
 import { join } from "node:path";
 import { after, it } from "node:test";
-import { type RunningReconciler, startReconciler } from "../../src/reconciler/start.ts";
+import { type RunningReconciler, startReconciler } from "../../src/wiring/reconciler.ts";
 import { forEachDatabase, type TestContext } from "../helpers/harness.ts";
 import { waitForRevision } from "../helpers/wait.ts";
 import { Api, AppRepo, appGet, type Deployment, e2eEnv, freePort, gitRoot } from "./stack.ts";

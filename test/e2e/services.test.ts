@@ -3,7 +3,7 @@ import { execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, it } from "node:test";
-import { type RunningReconciler, startReconciler } from "../../src/reconciler/start.ts";
+import { type RunningReconciler, startReconciler } from "../../src/wiring/reconciler.ts";
 import { forEachDatabase } from "../helpers/harness.ts";
 import { REDIS_APP_JS } from "../helpers/redis-app.ts";
 import { waitForRevision } from "../helpers/wait.ts";

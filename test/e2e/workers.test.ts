@@ -4,7 +4,7 @@ import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { request } from "node:http";
 import { join } from "node:path";
 import { after, it } from "node:test";
-import { type RunningReconciler, startReconciler } from "../../src/reconciler/start.ts";
+import { type RunningReconciler, startReconciler } from "../../src/wiring/reconciler.ts";
 import { forEachDatabase } from "../helpers/harness.ts";
 import { REDIS_APP_JS, REDIS_WORKER_JS } from "../helpers/redis-app.ts";
 import { waitForRevision } from "../helpers/wait.ts";

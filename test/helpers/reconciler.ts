@@ -1,12 +1,13 @@
 import { randomBytes } from "node:crypto";
 import { sql } from "drizzle-orm";
 import type { Config } from "../../src/config.ts";
+import { removeDeployment } from "../../src/core/deployments/write-store.ts";
 import { encryptionContext } from "../../src/crypto/envelope.ts";
 import { rows } from "../../src/db/client.ts";
 import { Reconciler, type ReconcilerOptions } from "../../src/reconciler/reconciler.ts";
 import type { SourceResolver } from "../../src/reconciler/sources.ts";
-import { removeDeployment } from "../../src/resources/deployments/store.ts";
 import type { Runtime } from "../../src/runtimes/interface.ts";
+import { reconcilerLookups } from "../../src/wiring/reconciler.ts";
 import type { TestContext } from "./harness.ts";
 
 /**
@@ -183,6 +184,7 @@ export function makeReconciler(
     keyring: ctx.keyring,
     runtimes: { local: runtime },
     resolveSource: directorySource,
+    lookups: reconcilerLookups,
     removeDeployment,
     ...opts,
   });

@@ -4,10 +4,10 @@ import { NOTIFY_BATCH } from "../../src/db/announce.ts";
 type QueryFn = (...args: unknown[]) => unknown;
 const proto = pg.Client.prototype as unknown as { query: QueryFn };
 
-/** The first statement of a PATCH's read (deployments/store.ts, readPatchState). */
+/** The first statement of a PATCH's read (core/deployments/read-store.ts, readPatchState). */
 export const PATCH_READ = /^SELECT d\.xmin::text AS version/;
 
-/** The first statement of a revision-creating PATCH's write (deployments/store.ts, commitRevision). */
+/** The first statement of a revision-creating PATCH's write (core/deployments/write-store.ts, commitRevision). */
 export const PATCH_WRITE = /^WITH moved AS \(/;
 
 /**

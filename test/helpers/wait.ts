@@ -1,7 +1,7 @@
 import { sql } from "drizzle-orm";
+import { isTerminal, type RevisionStatus } from "../../src/core/revisions/states.ts";
 import { STATUS_CHANNEL } from "../../src/db/channels.ts";
 import { type Database, rows } from "../../src/db/client.ts";
-import { isTerminal, type RevisionStatus } from "../../src/reconciler/states.ts";
 
 /**
  * Resolves with a revision's status once it is terminal (or one of `until`), woken by the

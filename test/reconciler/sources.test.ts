@@ -1,9 +1,9 @@
 import assert from "node:assert/strict";
 import { it } from "node:test";
-import { sourceResolver } from "../../src/reconciler/sources.ts";
 import type { RevisionWork } from "../../src/reconciler/work.ts";
 import { SourceError } from "../../src/runtimes/interface.ts";
 import { findTemplate } from "../../src/templates/catalog.ts";
+import { resolverOf } from "../../src/wiring/reconciler.ts";
 import { AppRepo, gitRoot } from "../e2e/stack.ts";
 import { forEachDatabase } from "../helpers/harness.ts";
 
@@ -52,7 +52,7 @@ forEachDatabase(
         headers: ctx.headers(ctx.keys.admin),
       });
       const repoUrl = repos.json<{ url: string }[]>()[0]?.url;
-      const resolve = sourceResolver(ctx.db.orm, ctx.config);
+      const resolve = resolverOf(ctx.db, ctx.config);
       const loc = await resolve(
         work(
           "codehost",
@@ -75,7 +75,7 @@ forEachDatabase(
     });
 
     it("templates, uploads and images; anything unresolvable is a SourceError (CREATE_FAILED)", async () => {
-      const resolve = sourceResolver(suite.ctx.db.orm, suite.ctx.config);
+      const resolve = resolverOf(suite.ctx.db, suite.ctx.config);
       assert.deepEqual(await resolve(work("internal_template", { repo_ref: "hello-http" })), {
         kind: "directory",
         path: findTemplate("hello-http")?.path,

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { after, before, it } from "node:test";
 import { AppDatabases } from "../../src/reconciler/app-database.ts";
-import { type RunningReconciler, startReconciler } from "../../src/reconciler/start.ts";
+import { type RunningReconciler, startReconciler } from "../../src/wiring/reconciler.ts";
 import { createSlipway, type Slipway, unwrap } from "../../src/sdk/client.ts";
 import { type DeployEvent, DeployInputError, deploy, findDeployment } from "../../src/sdk/deploy.ts";
 import { failedStep, failureReason, followRevision, logTail } from "../../src/sdk/follow.ts";

@@ -1,32 +1,7 @@
 import { AsyncLocalStorage } from "node:async_hooks";
 import type { SQL } from "drizzle-orm";
 import { type Executor, inTransaction } from "../../db/client.ts";
-import { auditInsert } from "./store.ts";
-
-/** What the audit record of one API write says, known before the handler runs (http/audit.ts fills it). */
-export interface AuditScope {
-  id: string;
-  organizationId: string;
-  workspaceId: string | null;
-  /** Null when no API key acted: a signed code-host push (`actor` then says who). */
-  keyId: string | null;
-  /** Recorded as the key description when there is no key. */
-  actor?: string;
-  method: string;
-  route: string;
-  action: string;
-  resourceType: string;
-  resourceId: string | null;
-  requestId: string;
-  /**
-   * The status code the route answers when the change succeeds (its one 2xx), or null: a record
-   * written in the change's transaction carries it, so a response with that code needs no second
-   * statement to complete the record.
-   */
-  successStatus: number | null;
-  /** Set once the record was written in a transaction of the change (then the response completes it). */
-  recorded: boolean;
-}
+import { type AuditScope, auditInsert } from "./store.ts";
 
 const current = new AsyncLocalStorage<AuditScope>();
 

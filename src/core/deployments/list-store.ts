@@ -1,28 +1,17 @@
 import { type SQL, sql } from "drizzle-orm";
-import { auditInTransaction, auditNotWritten } from "../audit/scope.ts";
-import type { DeploymentType, SecretReference, Source } from "./model.ts";
-import { deliveriesFor } from "../events/deliveries-store.ts";
-import { emit } from "../events/emit.ts";
-import { insertEventsFrom } from "../events/store.ts";
-import { assertDeploymentTransition, type DeploymentStatus } from "../revisions/states.ts";
-import type { EnvelopeColumn } from "../../crypto/rotate.ts";
-import { ANNOUNCED_SETTING, EVENTS_CHANNEL, RECORDS_CHANNEL, WORK_CHANNEL } from "../../db/channels.ts";
-import {
-  type Database,
-  type Executor,
-  inTransaction,
-  type Reader,
-  rows,
-  type Transaction,
-} from "../../db/client.ts";
-import { envelopeColumn } from "../../db/envelopes.ts";
-import { deployments } from "../../db/schema/deployments.ts";
+import { type Reader, rows } from "../../db/client.ts";
 import { likeEscape, sqlList, uuidList } from "../../db/sql.ts";
-import { revisionMoveEvents, type StoredSecret, secretsOwner } from "../../resources/revisions/store.ts";
-import { TAGGINGS_COUNTED, type TagValueGroup } from "../../resources/tags/store.ts";
-
 
 /** One page of the deployments list, with its filters, as PostgreSQL assembles it. */
+
+/** How far the tags store (`tagValueGroups`) counts a group's taggings: enough to tell a sparse value from a dense one. */
+export const TAGGINGS_COUNTED = 3000;
+
+/** The tag values of one key in a list filter, and how many taggings they have (counted up to TAGGINGS_COUNTED). */
+export interface TagValueGroup {
+  ids: string[];
+  taggings: number;
+}
 
 /** The list filters, parsed (list.ts); every one given must hold. */
 export interface DeploymentFilter {

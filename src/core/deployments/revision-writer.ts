@@ -1,28 +1,21 @@
 import { randomUUID } from "node:crypto";
 import type { Keyring } from "../../crypto/envelope.ts";
 import type { Executor } from "../../db/client.ts";
-import { canTransition, type RevisionStatus } from "../../reconciler/states.ts";
+import { MASK, type SecretReference, type Source } from "../model.ts";
+import { revisionContentRow } from "../revisions/read-store.ts";
 import {
-  insertRevisionStatement,
   insertSecretsStatement,
-  revisionContentRow,
-  revisionStatusStatement,
   type SealedSecret,
   type StoredSecret,
   secretRows,
-} from "../revisions/store.ts";
-import { storedRevisionConfig } from "./record.ts";
-import { type RevisionValues, revisionValuesOf } from "./rules.ts";
-import { MASK, type SecretReference, type Source } from "./schema.ts";
+} from "../revisions/secrets-store.ts";
+import { canTransition, type RevisionStatus } from "../revisions/states.ts";
+import { revisionStatusStatement } from "../revisions/status-store.ts";
+import { insertRevisionStatement } from "../revisions/write-store.ts";
+import type { LatestRevision, LockedDeployment, WrittenRecord } from "./read-store.ts";
+import { type REVISION_FIELDS, type RevisionValues, revisionValuesOf } from "./rules.ts";
 import { nextSecrets, unchangedRows } from "./secrets.ts";
-import {
-  commitRevision,
-  type LatestRevision,
-  type LockedDeployment,
-  type LockedWrite,
-  type WriteTarget,
-  type WrittenRecord,
-} from "./store.ts";
+import { commitRevision, type LockedWrite, type WriteTarget } from "./write-store.ts";
 
 /** What a new revision starts from: a revision's source, config, spec, references and secrets. */
 export interface RevisionContent {
@@ -164,4 +157,12 @@ export async function insertRevision(
     secrets,
   };
   return { ...stored, revisionId: id, latest };
+}
+
+/** Stored source_revision_config: all five keys, null when unset. */
+function storedRevisionConfig(
+  values: Record<(typeof REVISION_FIELDS)[number], string | null>,
+  commitSha: string | null,
+): Record<string, string | null> {
+  return { ...values, repo_commit_sha: commitSha };
 }

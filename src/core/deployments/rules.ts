@@ -1,6 +1,6 @@
 import type { FieldProblem } from "../errors.ts";
-import type { Secret, SecretReference } from "./model.ts";
-import { MASK } from "./model.ts";
+import type { Secret, SecretReference } from "../model.ts";
+import { MASK } from "../model.ts";
 
 /**
  * The deployment field rules as data and pure checks. Each check returns 422 items whose `loc` names

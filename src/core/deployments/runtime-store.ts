@@ -1,26 +1,8 @@
-import { type SQL, sql } from "drizzle-orm";
-import { auditInTransaction, auditNotWritten } from "../audit/scope.ts";
-import type { DeploymentType, SecretReference, Source } from "./model.ts";
-import { deliveriesFor } from "../events/deliveries-store.ts";
-import { emit } from "../events/emit.ts";
-import { insertEventsFrom } from "../events/store.ts";
-import { assertDeploymentTransition, type DeploymentStatus } from "../revisions/states.ts";
+import { sql } from "drizzle-orm";
 import type { EnvelopeColumn } from "../../crypto/rotate.ts";
-import { ANNOUNCED_SETTING, EVENTS_CHANNEL, RECORDS_CHANNEL, WORK_CHANNEL } from "../../db/channels.ts";
-import {
-  type Database,
-  type Executor,
-  inTransaction,
-  type Reader,
-  rows,
-  type Transaction,
-} from "../../db/client.ts";
+import { type Executor, rows } from "../../db/client.ts";
 import { envelopeColumn } from "../../db/envelopes.ts";
 import { deployments } from "../../db/schema/deployments.ts";
-import { likeEscape, sqlList, uuidList } from "../../db/sql.ts";
-import { revisionMoveEvents, type StoredSecret, secretsOwner } from "../../resources/revisions/store.ts";
-import { TAGGINGS_COUNTED, type TagValueGroup } from "../../resources/tags/store.ts";
-
 
 /** What the reconciler records on a deployment while it runs it, and the table's encrypted columns. */
 

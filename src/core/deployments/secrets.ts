@@ -1,8 +1,13 @@
 import type { Keyring } from "../../crypto/envelope.ts";
 import { encryptionContext } from "../../crypto/envelope.ts";
 import type { Reader } from "../../db/client.ts";
-import { type SealedSecret, type StoredSecret, secretContextId, secretRows } from "../revisions/store.ts";
-import { MASK, type Secret } from "./schema.ts";
+import { MASK, type Secret } from "../model.ts";
+import {
+  type SealedSecret,
+  type StoredSecret,
+  secretContextId,
+  secretRows,
+} from "../revisions/secrets-store.ts";
 
 /**
  * The one module that encrypts and decrypts secret values: a revision's (revision_secrets) and

@@ -1,9 +1,9 @@
 import { randomUUID } from "node:crypto";
 import { type Executor, inTransaction } from "../../db/client.ts";
-import { recordAuditInTransaction } from "../audit-log/scope.ts";
-import { enqueueDeliveries } from "../webhooks/store.ts";
-import type { EventType } from "./schema.ts";
+import { recordAuditInTransaction } from "../audit/scope.ts";
+import { enqueueDeliveries } from "./deliveries-store.ts";
 import { insertEvent } from "./store.ts";
+import type { EventType } from "./types.ts";
 
 export interface EventInput {
   organizationId: string;

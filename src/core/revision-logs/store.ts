@@ -1,8 +1,10 @@
 import { type SQL, sql } from "drizzle-orm";
 import { type Executor, type Reader, rows } from "../../db/client.ts";
 import { likeEscape } from "../../db/sql.ts";
-import type { LogStream } from "../../runtimes/interface.ts";
 import { type LogLevel, levelOf } from "./levels.ts";
+
+/** The two logs of a revision: its build, and its deploy (the app's own output included). */
+export type LogStream = "build" | "deploy";
 
 /** The only module that writes SQL on `revision_logs` (the reconciler's log sink calls it), and its reads. */
 

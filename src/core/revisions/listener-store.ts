@@ -1,19 +1,7 @@
-import { type SQL, sql } from "drizzle-orm";
-import type { SecretReference, Source } from "../deployments/model.ts";
-import { emit } from "../events/emit.ts";
-import {
-  assertTransition,
-  isTerminal,
-  type RevisionStatus,
-  statusMessage,
-  TERMINAL_REVISION_STATUSES,
-} from "./states.ts";
-import type { EnvelopeColumn } from "../../crypto/rotate.ts";
-import { type Executor, inTransaction, type Reader, rows } from "../../db/client.ts";
-import { envelopeColumn } from "../../db/envelopes.ts";
-import { revisionSecrets, type StatusChange } from "../../db/schema/deployments.ts";
-import { fromNow, sqlList, uuidList } from "../../db/sql.ts";
-
+import { sql } from "drizzle-orm";
+import { type Executor, type Reader, rows } from "../../db/client.ts";
+import { uuidList } from "../../db/sql.ts";
+import type { SecretReference, Source } from "../model.ts";
 
 /** Revisions served by listeners: what each should run, and what its cluster reports back. */
 

@@ -1,19 +1,8 @@
 import { type SQL, sql } from "drizzle-orm";
-import type { SecretReference, Source } from "../deployments/model.ts";
-import { emit } from "../events/emit.ts";
-import {
-  assertTransition,
-  isTerminal,
-  type RevisionStatus,
-  statusMessage,
-  TERMINAL_REVISION_STATUSES,
-} from "./states.ts";
-import type { EnvelopeColumn } from "../../crypto/rotate.ts";
-import { type Executor, inTransaction, type Reader, rows } from "../../db/client.ts";
-import { envelopeColumn } from "../../db/envelopes.ts";
-import { revisionSecrets, type StatusChange } from "../../db/schema/deployments.ts";
-import { fromNow, sqlList, uuidList } from "../../db/sql.ts";
-import { writeRevisionStatus } from "./status-store.ts";
+import { type Executor, type Reader, rows } from "../../db/client.ts";
+import { sqlList } from "../../db/sql.ts";
+import type { SecretReference, Source } from "../model.ts";
+import { type RevisionStatus, TERMINAL_REVISION_STATUSES } from "./states.ts";
 
 /** Reading revisions: a list page, a record, a status (locked or not), and what the reconciler asks of them. */
 

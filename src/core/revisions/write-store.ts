@@ -1,19 +1,7 @@
 import { type SQL, sql } from "drizzle-orm";
-import type { SecretReference, Source } from "../deployments/model.ts";
-import { emit } from "../events/emit.ts";
-import {
-  assertTransition,
-  isTerminal,
-  type RevisionStatus,
-  statusMessage,
-  TERMINAL_REVISION_STATUSES,
-} from "./states.ts";
-import type { EnvelopeColumn } from "../../crypto/rotate.ts";
-import { type Executor, inTransaction, type Reader, rows } from "../../db/client.ts";
-import { envelopeColumn } from "../../db/envelopes.ts";
-import { revisionSecrets, type StatusChange } from "../../db/schema/deployments.ts";
-import { fromNow, sqlList, uuidList } from "../../db/sql.ts";
-
+import type { Executor } from "../../db/client.ts";
+import type { StatusChange } from "../../db/schema/deployments.ts";
+import type { SecretReference, Source } from "../model.ts";
 
 /**
  * Writes on `revisions` other than status (status-store.ts), listener state (listener-store.ts) and

@@ -1,23 +1,15 @@
 // A resource spec as the hosted service stores it: the bounded cpu fields rounded to 0.1, and each
-// limit that is not given defaulting to its request times a factor. Bounds are checked by the
-// request schema (422 naming the field) before this runs.
-import { RESOURCE_SPEC_CPU_BOUNDS } from "./schema.ts";
+// limit that is not given defaulting to its request times a factor (both declared in fields.ts).
+// Bounds are checked by the request schema (422 naming the field) before this runs.
+import { FIELD_DEFS } from "./fields.ts";
 
 type Spec = Record<string, unknown>;
 
-/** request → its limit and the limit's default factor (the cache's memory limit equals its request). */
-const LIMIT_DEFAULTS: readonly [request: string, limit: string, factor: number][] = [
-  ["cpu", "cpu_limit", 2],
-  ["memory_mb", "memory_limit_mb", 2],
-  ["queue_cpu", "queue_cpu_limit", 2],
-  ["queue_memory_mb", "queue_memory_limit_mb", 2],
-  ["redis_cpu", "redis_cpu_limit", 2],
-  ["redis_memory_mb", "redis_memory_limit_mb", 1],
-  ["db_cpu", "db_cpu_limit", 2],
-  ["db_memory_mb", "db_memory_limit_mb", 2],
-];
-
-const ROUNDED = new Set(Object.keys(RESOURCE_SPEC_CPU_BOUNDS));
+/** request → its limit and the limit's default factor. */
+const LIMIT_DEFAULTS = Object.entries(FIELD_DEFS).flatMap(([request, def]) =>
+  def.limit ? [[request, def.limit.field, def.limit.factor] as const] : [],
+);
+const ROUNDED = new Set(Object.keys(FIELD_DEFS).filter((name) => FIELD_DEFS[name]?.rounded));
 const tenth = (n: number) => Math.round(n * 10) / 10;
 
 function rounded(spec: Spec): Spec {
@@ -35,6 +27,14 @@ function withDefaultLimits(spec: Spec): Spec {
     out[limit] = ROUNDED.has(limit) ? tenth(product) : product;
   }
   return out;
+}
+
+/**
+ * A spec's stored form: rounded, limits defaulted. It changes nothing in a spec the API stored,
+ * so the runtimes may apply it again to whatever spec they are handed (effective.ts).
+ */
+export function normalizedSpec(spec: Spec): Spec {
+  return withDefaultLimits(rounded(spec));
 }
 
 /** The set keys of a request's resource_spec (null inside it means "not given"), or null if none. */
@@ -55,5 +55,5 @@ export function resolveResourceSpec(sent: Spec | null, base: Spec | null): Spec 
   for (const [request, limit] of LIMIT_DEFAULTS) {
     if (sent[request] !== undefined && sent[limit] === undefined) delete merged[limit];
   }
-  return withDefaultLimits(rounded({ ...merged, ...sent }));
+  return normalizedSpec({ ...merged, ...sent });
 }

@@ -1,3 +1,4 @@
+import type { EffectiveSpec } from "../../core/spec/effective.ts";
 import type { DesiredDeployment } from "../../protocol/listener.ts";
 import { metadata, resourcesFor, selectorFor } from "./common.ts";
 import { service } from "./network.ts";
@@ -10,6 +11,7 @@ import type { K8sObject } from "./types.ts";
  */
 export function redis(
   d: DesiredDeployment,
+  spec: EffectiveSpec,
   listenerId: string,
   name: string,
   password: string,
@@ -36,7 +38,7 @@ export function redis(
               args: ["--requirepass", "$(REDIS_PASSWORD)", "--save", ""],
               env: [{ name: "REDIS_PASSWORD", valueFrom: { secretKeyRef: { name, key: "password" } } }],
               ports: [{ name: "redis", containerPort: 6379, protocol: "TCP" }],
-              resources: resourcesFor(d.resource_spec, "redis_"),
+              resources: resourcesFor(spec.fields, "redis_"),
               readinessProbe: { tcpSocket: { port: "redis" }, periodSeconds: 5 },
               livenessProbe: { tcpSocket: { port: "redis" }, periodSeconds: 15, failureThreshold: 6 },
             },

@@ -1,3 +1,5 @@
+import type { Scale } from "../../core/spec/effective.ts";
+import type { SpecValues } from "../../core/spec/fields.ts";
 import type { DesiredDeployment } from "../../protocol/listener.ts";
 import type { K8sObject } from "./types.ts";
 
@@ -53,12 +55,6 @@ export function metadata(
   return { name, namespace: d.namespace, labels: labelsFor(d, listenerId, component) };
 }
 
-/** A non-negative number of the spec, or undefined. */
-export function num(spec: Record<string, unknown> | null, key: string): number | undefined {
-  const v = spec?.[key];
-  return typeof v === "number" && Number.isFinite(v) && v >= 0 ? v : undefined;
-}
-
 /** Cores → a millicore quantity ("0.5" → "500m"). */
 export function cpuQuantity(cores: number): string {
   return `${Math.round(cores * 1000)}m`;
@@ -69,14 +65,17 @@ export function memoryQuantity(mb: number): string {
   return `${Math.round(mb)}Mi`;
 }
 
+/** The parts with requests and limits, by the prefix of their fields ("": the API processes). */
+export type PartPrefix = "" | "queue_" | "redis_" | "db_";
+
 /** requests/limits from `<prefix>cpu`, `<prefix>cpu_limit`, `<prefix>memory_mb`, `<prefix>memory_limit_mb`. */
-export function resourcesFor(spec: Record<string, unknown> | null, prefix: string): Record<string, unknown> {
+export function resourcesFor(fields: SpecValues, prefix: PartPrefix): Record<string, unknown> {
   const requests: Record<string, string> = {};
   const limits: Record<string, string> = {};
-  const cpu = num(spec, `${prefix}cpu`);
-  const cpuLimit = num(spec, `${prefix}cpu_limit`);
-  const memory = num(spec, `${prefix}memory_mb`);
-  const memoryLimit = num(spec, `${prefix}memory_limit_mb`);
+  const cpu = fields[`${prefix}cpu`];
+  const cpuLimit = fields[`${prefix}cpu_limit`];
+  const memory = fields[`${prefix}memory_mb`];
+  const memoryLimit = fields[`${prefix}memory_limit_mb`];
   if (cpu !== undefined && cpu > 0) requests.cpu = cpuQuantity(cpu);
   if (memory !== undefined && memory > 0) requests.memory = memoryQuantity(memory);
   if (cpuLimit !== undefined && cpuLimit > 0) limits.cpu = cpuQuantity(cpuLimit);
@@ -87,17 +86,10 @@ export function resourcesFor(spec: Record<string, unknown> | null, prefix: strin
   return out;
 }
 
-/** True when any `<prefix>*` field of the spec is a positive number: that part was asked for. */
-export function asksFor(spec: Record<string, unknown> | null, prefix: string): boolean {
-  if (!spec) return false;
-  return Object.entries(spec).some(([k, v]) => k.startsWith(prefix) && typeof v === "number" && v > 0);
-}
-
-/** min/max replicas of a part: min defaults to 1, max to min. */
-export function scaleOf(spec: Record<string, unknown> | null, prefix: string): { min: number; max: number } {
-  const min = Math.max(1, Math.floor(num(spec, `${prefix}min_scale`) ?? 1));
-  const max = Math.max(min, Math.floor(num(spec, `${prefix}max_scale`) ?? min));
-  return { min, max };
+/** The replicas of a part on Kubernetes: the effective scale, never below one (no scale to zero here). */
+export function replicasOf(scale: Scale): Scale {
+  const min = Math.max(1, scale.min);
+  return { min, max: Math.max(min, scale.max) };
 }
 
 export function base64(value: string): string {

@@ -1,5 +1,6 @@
+import type { EffectiveSpec } from "../../core/spec/effective.ts";
 import type { DesiredDeployment } from "../../protocol/listener.ts";
-import { metadata, num, resourcesFor, selectorFor } from "./common.ts";
+import { metadata, resourcesFor, selectorFor } from "./common.ts";
 import { service } from "./network.ts";
 import { secret } from "./secret.ts";
 import type { K8sObject } from "./types.ts";
@@ -16,15 +17,16 @@ export const URI_KEY = "uri";
  */
 export function postgres(
   d: DesiredDeployment,
+  spec: EffectiveSpec,
   listenerId: string,
   name: string,
   password: string,
   image: string,
 ): K8sObject[] {
-  const spec = d.resource_spec;
+  const { fields } = spec;
   const uri = `postgresql://${USER}:${encodeURIComponent(password)}@${name}.${d.namespace}.svc:5432/${DB}`;
-  const storage = Math.max(1, Math.floor(num(spec, "db_storage_gi") ?? 1));
-  const maxConnections = num(spec, "db_max_connections");
+  const storage = Math.max(1, fields.db_storage_gi ?? 1);
+  const maxConnections = fields.db_max_connections;
   const container: Record<string, unknown> = {
     name: "postgres",
     image,
@@ -35,7 +37,7 @@ export function postgres(
       { name: "POSTGRES_PASSWORD", valueFrom: { secretKeyRef: { name, key: "password" } } },
       { name: "PGDATA", value: "/var/lib/postgresql/data/pgdata" },
     ],
-    resources: resourcesFor(spec, "db_"),
+    resources: resourcesFor(fields, "db_"),
     volumeMounts: [{ name: "data", mountPath: "/var/lib/postgresql/data" }],
     readinessProbe: { exec: { command: ["pg_isready", "-U", USER, "-d", DB] }, periodSeconds: 5 },
     livenessProbe: {
@@ -45,7 +47,7 @@ export function postgres(
     },
   };
   if (maxConnections !== undefined && maxConnections > 0) {
-    container.args = ["-c", `max_connections=${Math.floor(maxConnections)}`];
+    container.args = ["-c", `max_connections=${maxConnections}`];
   }
   const statefulSet: K8sObject = {
     apiVersion: "apps/v1",

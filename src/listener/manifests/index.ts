@@ -1,6 +1,7 @@
+import { type EffectiveSpec, effectiveSpec } from "../../core/spec/effective.ts";
 import type { DesiredDeployment } from "../../protocol/listener.ts";
 import { redis } from "./cache.ts";
-import { asksFor, baseName, registrySecretName } from "./common.ts";
+import { baseName, registrySecretName } from "./common.ts";
 import { postgres, URI_KEY } from "./database.ts";
 import { route, service } from "./network.ts";
 import { pullSecret, secret } from "./secret.ts";
@@ -13,14 +14,15 @@ export interface Passwords {
   cache?: string;
 }
 
+/**
+ * The spec a deployment's objects are made from: its resource_spec resolved with its
+ * deployment_type, as the local runtime resolves it (core/spec/effective.ts).
+ */
+export const specOf = (d: DesiredDeployment): EffectiveSpec =>
+  effectiveSpec(d.resource_spec, d.deployment_type);
+
 /** Which optional parts a deployment's spec asks for. */
-export function partsOf(d: DesiredDeployment): { queue: boolean; database: boolean; cache: boolean } {
-  return {
-    queue: asksFor(d.resource_spec, "queue_"),
-    database: asksFor(d.resource_spec, "db_"),
-    cache: asksFor(d.resource_spec, "redis_"),
-  };
-}
+export const partsOf = (d: DesiredDeployment): EffectiveSpec["asks"] => specOf(d).asks;
 
 export const names = (d: DesiredDeployment) => {
   const base = baseName(d);
@@ -34,7 +36,8 @@ export function manifestsFor(
   passwords: Passwords = {},
 ): K8sObject[] {
   const n = names(d);
-  const parts = partsOf(d);
+  const spec = specOf(d);
+  const parts = spec.asks;
   const objects: K8sObject[] = [secret(d, o.listenerId, n.env, d.env, "api")];
   if (d.registry_credentials) {
     objects.push(pullSecret(d, o.listenerId, registrySecretName(d), d.registry_credentials));
@@ -42,18 +45,19 @@ export function manifestsFor(
   const extraEnv: Record<string, unknown>[] = [];
   if (parts.database) {
     if (!passwords.database) throw new Error(`${n.database}: a database password is needed`);
-    objects.push(...postgres(d, o.listenerId, n.database, passwords.database, o.postgresImage));
+    objects.push(...postgres(d, spec, o.listenerId, n.database, passwords.database, o.postgresImage));
     for (const env of ["DATABASE_URI", "POSTGRES_URI"]) {
       extraEnv.push({ name: env, valueFrom: { secretKeyRef: { name: n.database, key: URI_KEY } } });
     }
   }
   if (parts.cache) {
     if (!passwords.cache) throw new Error(`${n.cache}: a cache password is needed`);
-    objects.push(...redis(d, o.listenerId, n.cache, passwords.cache, o.redisImage));
+    objects.push(...redis(d, spec, o.listenerId, n.cache, passwords.cache, o.redisImage));
     extraEnv.push({ name: "REDIS_URI", valueFrom: { secretKeyRef: { name: n.cache, key: "uri" } } });
   }
   const api: WorkloadInput = {
     d,
+    spec,
     listenerId: o.listenerId,
     name: n.base,
     component: "api",

@@ -1,12 +1,14 @@
+import type { EffectiveSpec } from "../../core/spec/effective.ts";
 import type { DesiredDeployment } from "../../protocol/listener.ts";
-import { type Component, LABEL_REVISION, labelsFor, metadata, scaleOf, selectorFor } from "./common.ts";
-import { appContainer, podSpec, stringMap } from "./pod.ts";
+import { type Component, LABEL_REVISION, labelsFor, metadata, replicasOf, selectorFor } from "./common.ts";
+import { appContainer, podSpec } from "./pod.ts";
 import type { K8sObject } from "./types.ts";
 
 type Obj = Record<string, unknown>;
 
 export interface WorkloadInput {
   d: DesiredDeployment;
+  spec: EffectiveSpec;
   listenerId: string;
   name: string;
   component: Extract<Component, "api" | "queue">;
@@ -14,23 +16,25 @@ export interface WorkloadInput {
   extraEnv: Obj[];
 }
 
+/** A workload's replicas: the effective scale of its process type. */
+const scaleOf = (w: WorkloadInput) => replicasOf(w.component === "api" ? w.spec.web : w.spec.queue);
+
 /**
  * An app Deployment (API or queue workers). Rolling updates never take a serving pod away before
  * its replacement is ready (maxUnavailable 0). With an HPA the replica count is left to it.
  */
 export function appDeployment(w: WorkloadInput): K8sObject {
-  const { d, listenerId } = w;
+  const { d, spec: effective, listenerId } = w;
   const api = w.component === "api";
-  const prefix = api ? "" : "queue_";
-  const scale = scaleOf(d.resource_spec, prefix);
-  const userLabels = stringMap(d.resource_spec, "labels");
+  const scale = scaleOf(w);
+  const userLabels = effective.fields.labels ?? {};
   const podLabels = { ...userLabels, ...labelsFor(d, listenerId, w.component) };
-  const annotations = stringMap(d.resource_spec, "annotations");
-  const container = appContainer(d, {
+  const annotations = effective.fields.annotations ?? {};
+  const container = appContainer(d, effective, {
     name: api ? "app" : "worker",
     envSecret: w.envSecret,
     extraEnv: w.extraEnv,
-    resourcePrefix: prefix,
+    resourcePrefix: api ? "" : "queue_",
     http: api,
   });
   const meta = metadata(d, listenerId, w.name, w.component);
@@ -42,7 +46,7 @@ export function appDeployment(w: WorkloadInput): K8sObject {
     strategy: { type: "RollingUpdate", rollingUpdate: { maxUnavailable: 0, maxSurge: 1 } },
     template: {
       metadata: { labels: podLabels, ...(Object.keys(annotations).length ? { annotations } : {}) },
-      spec: podSpec(d, container),
+      spec: podSpec(d, effective, container),
     },
   };
   if (scale.max === scale.min) spec.replicas = scale.min;
@@ -51,20 +55,19 @@ export function appDeployment(w: WorkloadInput): K8sObject {
 
 /** An HPA when the part may scale (max above min): cpu, and memory when a memory request is set. */
 export function autoscaler(w: WorkloadInput): K8sObject | null {
-  const { d } = w;
-  const prefix = w.component === "api" ? "" : "queue_";
-  const scale = scaleOf(d.resource_spec, prefix);
+  const scale = scaleOf(w);
   if (scale.max === scale.min) return null;
   const target = (name: string) => ({
     type: "Resource",
     resource: { name, target: { type: "Utilization", averageUtilization: 80 } },
   });
   const metrics = [target("cpu")];
-  if (typeof d.resource_spec?.[`${prefix}memory_mb`] === "number") metrics.push(target("memory"));
+  const memory = w.component === "api" ? w.spec.fields.memory_mb : w.spec.fields.queue_memory_mb;
+  if (memory !== undefined) metrics.push(target("memory"));
   return {
     apiVersion: "autoscaling/v2",
     kind: "HorizontalPodAutoscaler",
-    metadata: metadata(d, w.listenerId, w.name, w.component),
+    metadata: metadata(w.d, w.listenerId, w.name, w.component),
     spec: {
       scaleTargetRef: { apiVersion: "apps/v1", kind: "Deployment", name: w.name },
       minReplicas: scale.min,
@@ -76,8 +79,7 @@ export function autoscaler(w: WorkloadInput): K8sObject | null {
 
 /** A PDB when more than one replica may run: voluntary evictions take one pod at a time. */
 export function disruptionBudget(w: WorkloadInput): K8sObject | null {
-  const prefix = w.component === "api" ? "" : "queue_";
-  if (scaleOf(w.d.resource_spec, prefix).max < 2) return null;
+  if (scaleOf(w).max < 2) return null;
   return {
     apiVersion: "policy/v1",
     kind: "PodDisruptionBudget",

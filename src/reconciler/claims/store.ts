@@ -1,8 +1,8 @@
 import { sql } from "drizzle-orm";
+import { CLAIMABLE, type RevisionStatus } from "../../core/revisions/states.ts";
 import { CLAIM_LOCK } from "../../db/channels.ts";
 import { type Database, rows } from "../../db/client.ts";
 import { fromNow, sqlList } from "../../db/sql.ts";
-import { CLAIMABLE, type RevisionStatus } from "../states.ts";
 
 /** The claim of revisions (lease columns only, like store.ts): which revisions a worker starts next. */
 

@@ -1,9 +1,9 @@
+import { inAuditedTransaction } from "../../core/audit/scope.ts";
 import type { OrganizationCaller } from "../../core/callers.ts";
 import { forbidden, invalid, notFound } from "../../core/errors.ts";
 import { iso } from "../../core/shapes.ts";
 import type { Executor } from "../../db/client.ts";
 import type { Role } from "../../db/schema/identity.ts";
-import { inAuditedTransaction } from "../audit-log/scope.ts";
 import { listenerOfOrganization } from "../listeners/store.ts";
 import { isWorkspaceOf } from "../workspaces/store.ts";
 import { displayPrefix, generateApiKey, hashApiKey } from "./key-material.ts";

@@ -2,17 +2,8 @@ import { randomUUID } from "node:crypto";
 import type { CodehostConfig } from "../../codehost/drivers.ts";
 import type { Config } from "../../config.ts";
 import type { WorkspaceCaller } from "../../core/callers.ts";
-import { conflict, FieldsInvalid } from "../../core/errors.ts";
-import type { Keyring } from "../../crypto/envelope.ts";
-import type { Database } from "../../db/client.ts";
-import { constraintOf, isUniqueViolation } from "../../db/errors.ts";
-import type { ValidationItem } from "../../http/errors.ts";
-import { attachTracingProject } from "../tracing-projects/store.ts";
-import { verifyUploadedTarball } from "../uploads/verify.ts";
-import { claimIdempotencyKey, requestHash, saveIdempotentResponse } from "./idempotency.ts";
-import { checkListener } from "./listener-rules.ts";
-import { resolveResourceSpec, specOf } from "./resource-spec.ts";
-import { insertRevision } from "./revision-writer.ts";
+import type { DeploymentType } from "../../core/model.ts";
+import type { LockedDeployment, StoredRecord } from "../../core/deployments/read-store.ts";
 import {
   checkName,
   checkResourceSpec,
@@ -20,9 +11,20 @@ import {
   IN_PLACE_FIELDS,
   isSet,
   revisionValuesOf,
-} from "./rules.ts";
-import type { CreateDeploymentBody, Deployment, DeploymentType, SourceConfigBody } from "./schema.ts";
-import { encryptPendingSecrets, sealSecrets } from "./secrets.ts";
+} from "../../core/deployments/rules.ts";
+import { insertDeployment } from "../../core/deployments/write-store.ts";
+import { conflict, type FieldProblem, FieldsInvalid } from "../../core/errors.ts";
+import { encryptPendingSecrets, sealSecrets } from "../../core/deployments/secrets.ts";
+import { insertRevision } from "../../core/deployments/revision-writer.ts";
+import { resolveResourceSpec, specOf } from "../../core/spec/stored.ts";
+import type { Keyring } from "../../crypto/envelope.ts";
+import type { Database } from "../../db/client.ts";
+import { constraintOf, isUniqueViolation } from "../../db/errors.ts";
+import { attachTracingProject } from "../tracing-projects/store.ts";
+import { verifyUploadedTarball } from "../uploads/verify.ts";
+import { claimIdempotencyKey, requestHash, saveIdempotentResponse } from "./idempotency.ts";
+import { checkListener } from "./listener-rules.ts";
+import type { CreateDeploymentBody, Deployment, SourceConfigBody } from "./schema.ts";
 import {
   checkBuildOnPush,
   checkRevisionConfig,
@@ -32,7 +34,6 @@ import {
   namespaceOf,
   verifyCodehost,
 } from "./source-rules.ts";
-import { insertDeployment, type LockedDeployment, type StoredRecord } from "./store.ts";
 
 export interface CreateResult {
   /** The record: JSON text as stored, or (a replay) as the idempotency key kept it. */
@@ -48,7 +49,7 @@ export const appUrl = (apps: Pick<Config["apps"], "domain" | "port">, name: stri
 export type CreateConfig = CodehostConfig &
   Pick<Config, "apps"> & { listeners: Pick<Config["listeners"], "registryUrl"> };
 
-function deploymentTypeOf(body: CreateDeploymentBody, items: ValidationItem[]): DeploymentType {
+function deploymentTypeOf(body: CreateDeploymentBody, items: FieldProblem[]): DeploymentType {
   const top = body.deployment_type ?? null;
   const inner = body.source_config?.deployment_type ?? null;
   if (top !== null && inner !== null && top !== inner) {
@@ -81,7 +82,7 @@ export async function createDeployment(
   const spec = resolveResourceSpec(specOf(sc.resource_spec), null);
   const makesRevision = hasArtifacts(body.source, values);
 
-  const items: ValidationItem[] = [];
+  const items: FieldProblem[] = [];
   const deploymentType = deploymentTypeOf(body, items);
   items.push(...checkName(body.name));
   items.push(

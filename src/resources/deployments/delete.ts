@@ -1,13 +1,14 @@
 import type { Config } from "../../config.ts";
+import { inAuditedTransaction } from "../../core/audit/scope.ts";
 import type { WorkspaceCaller } from "../../core/callers.ts";
+import { lockDeployment } from "../../core/deployments/read-store.ts";
+import { moveDeployment, removeDeployment } from "../../core/deployments/write-store.ts";
 import { notFound } from "../../core/errors.ts";
+import type { DeploymentStatus } from "../../core/revisions/states.ts";
 import { WORK_CHANNEL } from "../../db/channels.ts";
 import type { Database, Executor } from "../../db/client.ts";
-import type { DeploymentStatus } from "../../reconciler/states.ts";
-import { inAuditedTransaction } from "../audit-log/scope.ts";
 import { deleteTracingProjects, detachTracingProjects } from "../tracing-projects/store.ts";
 import type { BulkDeleteResult } from "./delete-schema.ts";
-import { lockDeployment, moveDeployment, removeDeployment } from "./store.ts";
 
 export interface DeleteOptions {
   /** Delete the tracing project too, instead of keeping it detached. */

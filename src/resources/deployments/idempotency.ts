@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { invalid } from "../../core/errors.ts";
 import type { Executor } from "../../db/client.ts";
-import { claimKey, saveKeyResponse, storedKey } from "./store.ts";
+import { claimKey, saveKeyResponse, storedKey } from "./keys-store.ts";
 
 /** Replays of POST /v2/deployments: the same key and body within this window get the first response. */
 const WINDOW = "24 hours";

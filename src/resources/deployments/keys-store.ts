@@ -1,26 +1,5 @@
-import { type SQL, sql } from "drizzle-orm";
-import { auditInTransaction, auditNotWritten } from "../../core/audit/scope.ts";
-import type { DeploymentType, SecretReference, Source } from "../../core/deployments/model.ts";
-import { deliveriesFor } from "../../core/events/deliveries-store.ts";
-import { emit } from "../../core/events/emit.ts";
-import { insertEventsFrom } from "../../core/events/store.ts";
-import { assertDeploymentTransition, type DeploymentStatus } from "../../core/revisions/states.ts";
-import type { EnvelopeColumn } from "../../crypto/rotate.ts";
-import { ANNOUNCED_SETTING, EVENTS_CHANNEL, RECORDS_CHANNEL, WORK_CHANNEL } from "../../db/channels.ts";
-import {
-  type Database,
-  type Executor,
-  inTransaction,
-  type Reader,
-  rows,
-  type Transaction,
-} from "../../db/client.ts";
-import { envelopeColumn } from "../../db/envelopes.ts";
-import { deployments } from "../../db/schema/deployments.ts";
-import { likeEscape, sqlList, uuidList } from "../../db/sql.ts";
-import { revisionMoveEvents, type StoredSecret, secretsOwner } from "../revisions/store.ts";
-import { TAGGINGS_COUNTED, type TagValueGroup } from "../tags/store.ts";
-
+import { sql } from "drizzle-orm";
+import { type Executor, rows } from "../../db/client.ts";
 
 /** The only module that writes SQL on `idempotency_keys`: the keys of POST /v2/deployments (idempotency.ts). */
 

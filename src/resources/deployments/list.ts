@@ -1,11 +1,11 @@
+import { type DeploymentFilter, deploymentPage } from "../../core/deployments/list-store.ts";
 import { invalid } from "../../core/errors.ts";
+import { DEPLOYMENT_STATUSES, REVISION_STATUSES } from "../../core/revisions/states.ts";
 import type { Reader } from "../../db/client.ts";
 import { isUuid } from "../../db/ids.ts";
-import { DEPLOYMENT_STATUSES, REVISION_STATUSES } from "../../reconciler/states.ts";
 import { tagValueGroups } from "../tags/store.ts";
 import { MAX_BULK_DELETE } from "./delete-schema.ts";
 import type { ListDeploymentsQuery } from "./schema.ts";
-import { type DeploymentFilter, deploymentPage } from "./store.ts";
 
 /** A page of at most 100 is asked for; a filter list is bounded too, so one query stays small. */
 const MAX_LIST_ITEMS = MAX_BULK_DELETE;

@@ -1,7 +1,7 @@
+import { SC } from "../../core/deployments/rules.ts";
 import { invalid } from "../../core/errors.ts";
 import type { Executor } from "../../db/client.ts";
 import { shareListener } from "../listeners/store.ts";
-import { SC } from "./rules.ts";
 
 /**
  * A deployment's listener must be one of its workspace's, and its namespace one of the listener's.

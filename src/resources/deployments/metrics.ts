@@ -1,6 +1,7 @@
 // GET /v2/deployments/{id}/metrics: the console's charts, from what this process's apps router
 // counted (src/runtimes/local/routing/request-metrics.ts).
 import { Type } from "@sinclair/typebox";
+import { peekDeployment } from "../../core/deployments/read-store.ts";
 import { notFound } from "../../core/errors.ts";
 import { StringEnum } from "../../core/shapes.ts";
 import { workspaceOf } from "../../http/auth.ts";
@@ -8,7 +9,6 @@ import { ErrorBody } from "../../http/errors.ts";
 import type { App } from "../../http/types.ts";
 import { BUCKET_MS, trafficSeries } from "../../runtimes/local/routing/request-metrics.ts";
 import { DeploymentParams } from "./schema.ts";
-import { peekDeployment } from "./store.ts";
 
 const WINDOWS = { "15m": 15, "1h": 60, "6h": 360, "24h": 1440 } as const;
 type Window = keyof typeof WINDOWS;

@@ -1,4 +1,4 @@
-import type { PatchState } from "./store.ts";
+import type { PatchState } from "../../core/deployments/read-store.ts";
 
 /** Deployments whose state a process keeps; past it, the least recently PATCHed go first. */
 const DEFAULT_MAX_ENTRIES = 1000;

@@ -2,15 +2,13 @@
 import { isDeepStrictEqual } from "node:util";
 import type { CodehostConfig } from "../../codehost/drivers.ts";
 import type { WorkspaceCaller } from "../../core/callers.ts";
-import { badRequest, FieldsInvalid, notFound } from "../../core/errors.ts";
-import type { Keyring } from "../../crypto/envelope.ts";
-import type { Database, Reader, Transaction } from "../../db/client.ts";
-import type { ValidationItem } from "../../http/errors.ts";
-import { verifyUploadedTarball } from "../uploads/verify.ts";
-import type { PatchStates } from "./patch-states.ts";
-import { checkIfMatch } from "./preconditions.ts";
-import { resolveResourceSpec, specOf } from "./resource-spec.ts";
-import { insertRevision, type RevisionContent } from "./revision-writer.ts";
+import type { Secret, Source } from "../../core/model.ts";
+import {
+  findDeploymentRecord,
+  type LockedDeployment,
+  type PatchState,
+  readPatchState,
+} from "../../core/deployments/read-store.ts";
 import {
   checkResourceSpec,
   checkSecrets,
@@ -19,9 +17,24 @@ import {
   isSet,
   REVISION_FIELDS,
   revisionValuesOf,
-} from "./rules.ts";
-import type { PatchDeploymentBody, Secret, Source } from "./schema.ts";
-import { decryptPendingSecrets, nextSecrets, sealSecrets, unchangedRows, unmask } from "./secrets.ts";
+} from "../../core/deployments/rules.ts";
+import { updateInPlace, type WriteTarget } from "../../core/deployments/write-store.ts";
+import { badRequest, type FieldProblem, FieldsInvalid, notFound } from "../../core/errors.ts";
+import {
+  decryptPendingSecrets,
+  nextSecrets,
+  sealSecrets,
+  unchangedRows,
+  unmask,
+} from "../../core/deployments/secrets.ts";
+import { insertRevision, type RevisionContent } from "../../core/deployments/revision-writer.ts";
+import { resolveResourceSpec, specOf } from "../../core/spec/stored.ts";
+import type { Keyring } from "../../crypto/envelope.ts";
+import type { Database, Reader, Transaction } from "../../db/client.ts";
+import { verifyUploadedTarball } from "../uploads/verify.ts";
+import type { PatchStates } from "./patch-states.ts";
+import { checkIfMatch } from "./preconditions.ts";
+import type { PatchDeploymentBody } from "./schema.ts";
 import {
   builtForListener,
   checkBuildOnPush,
@@ -32,14 +45,6 @@ import {
   needsRegistry,
   verifyCodehost,
 } from "./source-rules.ts";
-import {
-  findDeploymentRecord,
-  type LockedDeployment,
-  type PatchState,
-  readPatchState,
-  updateInPlace,
-  type WriteTarget,
-} from "./store.ts";
 
 type State = PatchState;
 
@@ -108,7 +113,7 @@ function planPatch(state: State, body: PatchDeploymentBody, registry: boolean): 
     if (isSet(sent) && sent !== current) throw badRequest(`${field} cannot be changed after creation.`);
   }
 
-  const items: ValidationItem[] = checkSourceConfig(d.source, sc, {
+  const items: FieldProblem[] = checkSourceConfig(d.source, sc, {
     create: false,
     currentCustomUrl: d.source_config.custom_url,
     currentListenerId: d.source_config.listener_id,

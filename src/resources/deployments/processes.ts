@@ -1,8 +1,8 @@
 import { type Static, Type } from "@sinclair/typebox";
+import { peekDeployment } from "../../core/deployments/read-store.ts";
 import { notFound } from "../../core/errors.ts";
 import type { Database } from "../../db/client.ts";
 import type { ProcessReader } from "../../runtimes/board.ts";
-import { peekDeployment } from "./store.ts";
 
 // GET /v2/deployments/{id}/processes: what runs of a deployment on this machine, per process.
 

@@ -2,10 +2,7 @@ import type { CodehostConfig } from "../../codehost/drivers.ts";
 import { IntegrationNotFound, RefNotFound, RepoNotFound } from "../../codehost/errors.ts";
 import { isTagRef, isValidRef } from "../../codehost/interface.ts";
 import { verifyCodehostSource } from "../../codehost/verify.ts";
-import { invalid } from "../../core/errors.ts";
-import type { Executor } from "../../db/client.ts";
-import type { ValidationItem } from "../../http/errors.ts";
-import { findTemplate } from "../../templates/catalog.ts";
+import type { SecretReference, Source } from "../../core/model.ts";
 import {
   checkSecretReferences,
   forbidden,
@@ -19,8 +16,10 @@ import {
   type RevisionValues,
   SC,
   SRC,
-} from "./rules.ts";
-import type { SecretReference, Source } from "./schema.ts";
+} from "../../core/deployments/rules.ts";
+import { type FieldProblem, invalid } from "../../core/errors.ts";
+import type { Executor } from "../../db/client.ts";
+import { findTemplate } from "../../templates/catalog.ts";
 
 /**
  * The rules that depend on a deployment's or revision's source, for create and patch alike: which
@@ -87,9 +86,9 @@ export function checkSourceConfig(
   source: Source,
   sent: Partial<Record<InPlaceField, unknown>>,
   opts: { create: boolean; currentCustomUrl?: unknown; currentListenerId?: unknown; registry?: boolean },
-): ValidationItem[] {
+): FieldProblem[] {
   const policy = DEPLOYMENT_POLICY[source];
-  const items: ValidationItem[] = [];
+  const items: FieldProblem[] = [];
   for (const field of IN_PLACE_FIELDS) {
     const value = sent[field];
     if (!isSet(value)) {
@@ -177,10 +176,10 @@ export function checkRevisionConfig(
   source: Source,
   values: RevisionValues,
   opts: { withArtifact: boolean },
-): ValidationItem[] {
+): FieldProblem[] {
   const policy = REVISION_POLICY[source];
   const artifacts = ARTIFACT_FIELDS[source] ?? [];
-  const items: ValidationItem[] = [];
+  const items: FieldProblem[] = [];
   for (const field of REVISION_FIELDS) {
     const value = values[field];
     if (value === null) {
@@ -225,7 +224,7 @@ export function checkBuildOnPush(
   buildOnPush: unknown,
   ref: string | null | undefined,
   opts: { sentBuildOnPush: boolean },
-): ValidationItem[] {
+): FieldProblem[] {
   if (source !== "codehost" || buildOnPush !== true || !isTagRef(ref)) return [];
   const loc = opts.sentBuildOnPush ? [...SC, "build_on_push"] : [...SRC, "repo_ref"];
   return [item(loc, "build_on_push cannot be true for a tag ref: a tag does not move.")];
@@ -236,7 +235,7 @@ export function checkSecretReferencesFor(
   source: Source,
   refs: SecretReference[] | null,
   secretNames: ReadonlySet<string>,
-): ValidationItem[] {
+): FieldProblem[] {
   if (refs === null) return [];
   if (source === "external_docker") return checkSecretReferences(refs, secretNames);
   return [

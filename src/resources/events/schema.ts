@@ -1,16 +1,6 @@
 import { type Static, Type } from "@sinclair/typebox";
+import { EVENT_TYPES } from "../../core/events/types.ts";
 import { StringEnum } from "../../core/shapes.ts";
-
-/** Every event type there is; webhooks subscribe to a subset, the stream can narrow to one. */
-export const EVENT_TYPES = [
-  "deployment.created",
-  "deployment.deleted",
-  "deployment.status_changed",
-  "deployment.storage_exceeded",
-  "revision.status_changed",
-  "listener.status_changed",
-] as const;
-export type EventType = (typeof EVENT_TYPES)[number];
 
 export const EventTypeSchema = StringEnum(EVENT_TYPES);
 

@@ -3,12 +3,12 @@ import type { CodehostConfig, IntegrationRow } from "../../codehost/drivers.ts";
 import { driverFor } from "../../codehost/drivers.ts";
 import { findRepository, type HostRepository, normalizeRepoUrl } from "../../codehost/interface.ts";
 import { touchesWatchPaths, watchPathsOf } from "../../codehost/watch-paths.ts";
+import { withAuditScope } from "../../core/audit/scope.ts";
+import { type AuditScope, completeAuditRecord } from "../../core/audit/store.ts";
 import type { Keyring } from "../../crypto/envelope.ts";
 import type { Database, Reader, Transaction } from "../../db/client.ts";
-import { type AuditScope, withAuditScope } from "../audit-log/scope.ts";
-import { completeAuditRecord } from "../audit-log/store.ts";
-import { insertRevision, readRevisionContent } from "../deployments/revision-writer.ts";
-import { lockDeployment } from "../deployments/store.ts";
+import { insertRevision, readRevisionContent } from "../../core/deployments/revision-writer.ts";
+import { lockDeployment } from "../../core/deployments/read-store.ts";
 import type { PushOutcome } from "./schema.ts";
 import { type PushTarget, pushTargets } from "./store.ts";
 

@@ -7,6 +7,7 @@ import { installationAccount } from "../../codehost/github/driver.ts";
 import type { CodehostRepository } from "../../codehost/interface.ts";
 import { resolveAllowedDir } from "../../codehost/local-git/paths.ts";
 import { findIntegration } from "../../codehost/store.ts";
+import { inAuditedTransaction } from "../../core/audit/scope.ts";
 import type { OrganizationCaller } from "../../core/callers.ts";
 import { conflict, forbidden, invalid, notFound } from "../../core/errors.ts";
 import { iso } from "../../core/shapes.ts";
@@ -14,7 +15,6 @@ import { encryptionContext, type Keyring } from "../../crypto/envelope.ts";
 import type { Executor } from "../../db/client.ts";
 import { isUniqueViolation } from "../../db/errors.ts";
 import type { IntegrationConfig } from "../../db/schema/codehost.ts";
-import { inAuditedTransaction } from "../audit-log/scope.ts";
 import type { CreateIntegrationBody, Integration, IntegrationWithSecret } from "./schema.ts";
 import {
   deleteIntegrationRow,

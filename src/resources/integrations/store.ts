@@ -1,12 +1,12 @@
 import { and, asc, eq, sql } from "drizzle-orm";
 import type { IntegrationRow } from "../../codehost/drivers.ts";
+import { CLAIMABLE } from "../../core/revisions/states.ts";
 import type { EnvelopeColumn } from "../../crypto/rotate.ts";
 import { LOCAL_GIT_POLL_LOCK } from "../../db/channels.ts";
 import { type Executor, inTransaction, type Reader, rows } from "../../db/client.ts";
 import { envelopeColumn } from "../../db/envelopes.ts";
 import { integrations } from "../../db/schema/codehost.ts";
 import { sqlList } from "../../db/sql.ts";
-import { CLAIMABLE } from "../../reconciler/states.ts";
 
 /**
  * The only module that writes SQL on `integrations`, `codehost_deliveries` and `local_git_heads`. Reading one by id is codehost/store.ts's
@@ -44,7 +44,7 @@ export async function deleteIntegrationRow(
 
 /**
  * The name of a live deployment of the organization that builds from the integration, if any
- * (a read of `deployments`, which deployments/store.ts writes).
+ * (a read of `deployments`, which core/deployments writes).
  */
 export async function deploymentUsing(
   exec: Executor,

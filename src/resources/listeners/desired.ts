@@ -9,9 +9,9 @@ import {
   HEALTH_PATH,
   hostOf,
 } from "../../protocol/listener.ts";
-import { readRevisionSecrets } from "../deployments/secrets.ts";
+import { readRevisionSecrets } from "../../core/deployments/secrets.ts";
 import { credentialEpoch, pullCredentials } from "../push-tokens/login.ts";
-import { desiredPairs, type RemoteRevisionRow, remoteRevisionRows } from "../revisions/store.ts";
+import { desiredPairs, type RemoteRevisionRow, remoteRevisionRows } from "../../core/revisions/listener-store.ts";
 import { desiredVersion, listenerNamespaces, touchListener } from "./store.ts";
 
 /** Re-check at least this often while waiting, in case a notification was missed. */

@@ -1,9 +1,9 @@
+import { inAuditedTransaction } from "../../core/audit/scope.ts";
 import { conflict } from "../../core/errors.ts";
 import { iso } from "../../core/shapes.ts";
 import type { Executor, Orm } from "../../db/client.ts";
 import { isUniqueViolation } from "../../db/errors.ts";
 import { insertApiKey } from "../api-keys/service.ts";
-import { inAuditedTransaction } from "../audit-log/scope.ts";
 import { insertWorkspace } from "../workspaces/service.ts";
 import type { Organization, OrganizationCreated } from "./schema.ts";
 import {

@@ -3,7 +3,7 @@ import { badRequest, conflict, notFound, unauthorized } from "../../core/errors.
 import type { RegistryAccess, RegistryAction } from "../../crypto/registry-token.ts";
 import type { Reader } from "../../db/client.ts";
 import { imageRepository, repositoryPath } from "../../runtimes/remote/image-ref.ts";
-import { peekDeployment } from "../deployments/store.ts";
+import { peekDeployment } from "../../core/deployments/read-store.ts";
 import { deploymentPushToken, TOKEN_USERNAME } from "./login.ts";
 import type { PushToken, RegistryBearer } from "./schema.ts";
 

@@ -1,12 +1,12 @@
 import type { ServerResponse } from "node:http";
+import { lastLineIdAt } from "../../core/revision-logs/store.ts";
+import { revisionStatus } from "../../core/revisions/read-store.ts";
+import { isTerminal } from "../../core/revisions/states.ts";
 import { LOGS_CHANNEL } from "../../db/channels.ts";
 import type { Database } from "../../db/client.ts";
 import { streamSse } from "../../http/sse.ts";
-import { isTerminal } from "../../reconciler/states.ts";
-import { revisionStatus } from "../revisions/store.ts";
 import type { LogsQuery } from "./schema.ts";
 import { logsAfter } from "./service.ts";
-import { lastLineIdAt } from "./store.ts";
 
 const BATCH = 500;
 

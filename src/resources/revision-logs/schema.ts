@@ -1,7 +1,7 @@
 import { type Static, Type } from "@sinclair/typebox";
+import { LOG_LEVELS } from "../../core/revision-logs/levels.ts";
+import type { LogStream } from "../../core/revision-logs/store.ts";
 import { DateTime, Nullable, QueryLimit, QueryOffset, StringEnum, Uuid } from "../../core/shapes.ts";
-import type { LogStream } from "../../runtimes/interface.ts";
-import { LOG_LEVELS } from "./levels.ts";
 
 const Stream = StringEnum(["build", "deploy"] satisfies LogStream[]);
 

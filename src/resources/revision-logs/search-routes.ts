@@ -1,7 +1,7 @@
+import type { LogStream } from "../../core/revision-logs/store.ts";
 import { workspaceOf } from "../../http/auth.ts";
 import { errorResponse } from "../../http/errors.ts";
 import type { App } from "../../http/types.ts";
-import type { LogStream } from "../../runtimes/interface.ts";
 import { LogPage, LogSearchBody, LogsParams, ProjectParams } from "./schema.ts";
 import { searchLogs } from "./search.ts";
 

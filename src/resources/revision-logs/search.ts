@@ -1,11 +1,11 @@
+import { deploymentExists } from "../../core/deployments/read-store.ts";
 import { invalid, notFound } from "../../core/errors.ts";
+import type { LogLevel } from "../../core/revision-logs/levels.ts";
+import type { LogStream } from "../../core/revision-logs/store.ts";
+import { type LogScope, queryLogs } from "../../core/revision-logs/store.ts";
 import type { Executor } from "../../db/client.ts";
-import type { LogStream } from "../../runtimes/interface.ts";
-import { deploymentExists } from "../deployments/store.ts";
-import type { LogLevel } from "./levels.ts";
 import type { LogPage, LogSearchBody } from "./schema.ts";
 import { revisionStatus } from "./service.ts";
-import { type LogScope, queryLogs } from "./store.ts";
 
 /** What a search reads: a stream of one revision, or the deploy stream of a whole deployment. */
 export interface SearchTarget {

@@ -1,9 +1,9 @@
 import { notFound } from "../../core/errors.ts";
+import { queryLogs, type StoredLine } from "../../core/revision-logs/store.ts";
+import { revisionStatusIn } from "../../core/revisions/read-store.ts";
+import type { RevisionStatus } from "../../core/revisions/states.ts";
 import type { Executor } from "../../db/client.ts";
-import type { RevisionStatus } from "../../reconciler/states.ts";
-import { revisionStatusIn } from "../revisions/store.ts";
 import type { LogLine, LogsQuery } from "./schema.ts";
-import { queryLogs, type StoredLine } from "./store.ts";
 
 /** The revision's status, when the revision belongs to that deployment of that workspace; else 404. */
 export async function revisionStatus(

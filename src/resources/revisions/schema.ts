@@ -1,6 +1,6 @@
 import { type Static, Type } from "@sinclair/typebox";
+import { REVISION_STATUSES } from "../../core/revisions/states.ts";
 import { DateTime, OrNull, QueryLimit, QueryOffset, StringEnum, Uuid } from "../../core/shapes.ts";
-import { REVISION_STATUSES } from "../../reconciler/states.ts";
 import { SourceEnum, SourceRevisionConfig } from "../deployments/schema.ts";
 
 export const RevisionStatusEnum = StringEnum(REVISION_STATUSES);

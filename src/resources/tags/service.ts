@@ -1,8 +1,8 @@
+import { inAuditedTransaction } from "../../core/audit/scope.ts";
+import { deploymentExists } from "../../core/deployments/read-store.ts";
 import { conflict, invalid, notFound } from "../../core/errors.ts";
 import type { Executor } from "../../db/client.ts";
 import { isUniqueViolation } from "../../db/errors.ts";
-import { inAuditedTransaction } from "../audit-log/scope.ts";
-import { deploymentExists } from "../deployments/store.ts";
 import type { DeploymentTag, TagKey, TagValue } from "./schema.ts";
 import {
   deleteTagging,

@@ -1,4 +1,5 @@
 import { sql } from "drizzle-orm";
+import { TAGGINGS_COUNTED, type TagValueGroup } from "../../core/deployments/list-store.ts";
 import { type Executor, type Reader, rows } from "../../db/client.ts";
 import { isoSql, uuidList } from "../../db/sql.ts";
 import type { DeploymentTag, TagKey, TagValue } from "./schema.ts";
@@ -14,15 +15,6 @@ const TAGGING_SELECT = sql.raw(`SELECT t.deployment_id, t.tag_value_id, v.tag_ke
        ${isoSql("t.created_at")} AS created_at
   FROM deployment_tags t JOIN tag_values v ON v.id = t.tag_value_id JOIN tag_keys k ON k.id = v.tag_key_id
   JOIN deployments d ON d.id = t.deployment_id`);
-
-/** How far `tagValueGroups` counts a group's taggings: enough to tell a sparse value from a dense one. */
-export const TAGGINGS_COUNTED = 3000;
-
-/** The tag values of one key in a list filter, and how many taggings they have (counted up to TAGGINGS_COUNTED). */
-export interface TagValueGroup {
-  ids: string[];
-  taggings: number;
-}
 
 /**
  * The given tag value ids that exist, grouped by their key (for the list filter), each group with

@@ -13,7 +13,7 @@ import {
 import { iso } from "../../core/shapes.ts";
 import type { Executor } from "../../db/client.ts";
 import { isForeignKeyViolation } from "../../db/errors.ts";
-import { peekDeployment } from "../deployments/store.ts";
+import { peekDeployment } from "../../core/deployments/read-store.ts";
 import type { UploadReceipt, UploadUrl } from "./schema.ts";
 import {
   completeUpload,

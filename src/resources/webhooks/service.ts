@@ -1,12 +1,12 @@
 import { randomBytes, randomUUID } from "node:crypto";
 import { isIP } from "node:net";
+import { recordAuditInTransaction } from "../../core/audit/scope.ts";
 import type { WorkspaceCaller } from "../../core/callers.ts";
 import { invalid, notFound } from "../../core/errors.ts";
 import type { Keyring } from "../../crypto/envelope.ts";
 import { encryptionContext } from "../../crypto/envelope.ts";
 import { type Executor, inTransaction } from "../../db/client.ts";
 import { isLoopbackHostname, refusedAddressReason } from "../../oauth/address-policy.ts";
-import { recordAuditInTransaction } from "../audit-log/scope.ts";
 import type { CreateWebhookBody, Delivery, PatchWebhookBody, Webhook, WebhookWithSecret } from "./schema.ts";
 import {
   deleteWebhook,

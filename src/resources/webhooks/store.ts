@@ -1,4 +1,5 @@
 import { type SQL, sql } from "drizzle-orm";
+import { GIVE_UP_AFTER } from "../../core/events/deliveries-store.ts";
 import type { EnvelopeColumn } from "../../crypto/rotate.ts";
 import { EVENTS_CHANNEL } from "../../db/channels.ts";
 import { type Executor, type Reader, rows } from "../../db/client.ts";
@@ -8,9 +9,6 @@ import { fromNow, isoSql } from "../../db/sql.ts";
 import type { Delivery, ListDeliveriesQuery, Webhook } from "./schema.ts";
 
 /** The only module that writes SQL on `webhooks`, `webhook_deliveries` and `webhook_attempts`. */
-
-/** How long a delivery is retried after its event (or after a redeliver). */
-export const GIVE_UP_AFTER = "24 hours";
 
 /** The `webhook-id` of an event's deliveries: the same on every attempt and every redeliver. */
 const MESSAGE_ID = "'msg_' || replace(e.id::text, '-', '')";
@@ -97,32 +95,7 @@ export async function deleteWebhook(exec: Executor, workspaceId: string, id: str
   return gone.length > 0;
 }
 
-// ── the delivery queue ────────────────────────────────────────────────────────────────────────
-
-/** Queues an event for every enabled webhook of the workspace subscribed to its type (in the event's transaction). */
-export async function enqueueDeliveries(
-  tx: Executor,
-  eventPk: number,
-  workspaceId: string,
-  type: string,
-): Promise<void> {
-  await tx.execute(
-    deliveriesFor(
-      sql`(SELECT ${eventPk}::bigint AS pk, ${workspaceId}::uuid AS workspace_id, ${type}::text AS type)`,
-    ),
-  );
-}
-
-/**
- * The deliveries of the events `events` lists (columns pk, workspace_id, type): one per enabled
- * webhook of the event's workspace subscribed to its type. Also a data-modifying CTE's part.
- */
-export function deliveriesFor(events: SQL): SQL {
-  return sql`INSERT INTO webhook_deliveries (webhook_id, event_pk, give_up_at)
-             SELECT w.id, e.pk, now() + ${GIVE_UP_AFTER}::interval
-               FROM ${events} e JOIN webhooks w ON w.workspace_id = e.workspace_id
-              WHERE w.enabled AND w.events @> jsonb_build_array(e.type)`;
-}
+// ── the delivery queue (born with their event: core/events/deliveries-store.ts) ────────────────────────────────────────────────────────────────────────
 
 export interface ClaimedDelivery {
   id: string;

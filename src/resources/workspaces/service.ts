@@ -1,8 +1,8 @@
+import { inAuditedTransaction } from "../../core/audit/scope.ts";
 import { conflict } from "../../core/errors.ts";
 import { iso } from "../../core/shapes.ts";
 import type { Executor } from "../../db/client.ts";
 import { isUniqueViolation } from "../../db/errors.ts";
-import { inAuditedTransaction } from "../audit-log/scope.ts";
 import type { Workspace } from "./schema.ts";
 import { insertWorkspaceRow, type WorkspaceRow as Row, workspaceRows } from "./store.ts";
 

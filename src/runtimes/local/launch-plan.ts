@@ -1,4 +1,5 @@
 import { availableParallelism } from "node:os";
+import { type EffectiveSpec, effectiveSpec } from "../../core/spec/effective.ts";
 import type { BuildRecord } from "../build/app-config.ts";
 import { noEngineMessage } from "../build/image-source.ts";
 import type { EngineFinder } from "../engine/finder.ts";
@@ -11,7 +12,6 @@ import type { Launch } from "./processes/replica.ts";
 import { UNSANDBOXED_WARNING } from "./protections/refusals.ts";
 import { unenforcedWarnings } from "./resource-fields.ts";
 import type { Confiner, EgressPolicy } from "./sandbox/confine.ts";
-import { planScale, type ScalePlan } from "./scaling/scale-defaults.ts";
 
 /**
  * What an activation starts, decided from the build record and the revision's resource_spec: how
@@ -20,7 +20,7 @@ import { planScale, type ScalePlan } from "./scaling/scale-defaults.ts";
  */
 
 export interface LaunchPlan {
-  scale: ScalePlan;
+  scale: EffectiveSpec;
   /** The queue workers' command; none: no queue workers run. */
   worker: string | undefined;
   /** The replicas' environment without PORT (set per start). */
@@ -48,7 +48,7 @@ export interface PlanInput {
 
 const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? "" : word.endsWith("s") ? "es" : "s"}`;
 
-/** A cpu limit (scale-defaults.ts resolves which field) at most this machine's cores. */
+/** A cpu limit (core/spec/effective.ts resolves which field) at most this machine's cores. */
 function boundCpus(asked: number | undefined, log: (line: string) => void): number | undefined {
   if (asked === undefined) return undefined;
   const cores = availableParallelism();
@@ -70,7 +70,7 @@ function heapCapped(nodeOptions: string | undefined, memoryMb: number): { heapMb
 export async function planLaunch(p: PlanInput): Promise<LaunchPlan> {
   const { spec, built, log } = p;
   const type = spec.deploymentType ?? "dev";
-  const scale = planScale(spec.resourceSpec ?? {}, type, p.maxScale, log);
+  const scale = effectiveSpec(spec.resourceSpec, type, { maxCount: p.maxScale, log });
   const resources = { ...(spec.resourceSpec ?? {}), memory_limit_mb: scale.memoryLimitMb };
   const web = scale.web.min === scale.web.max ? `${scale.web.min}` : `${scale.web.min} to ${scale.web.max}`;
   const zero = scale.web.min === 0 ? " (none while idle)" : "";
@@ -110,7 +110,7 @@ export async function planLaunch(p: PlanInput): Promise<LaunchPlan> {
     ...built.env,
     ...spec.env,
   });
-  /** Each type with its own limits (queue_* over the API's: scale-defaults.ts), logged once. */
+  /** Each type with its own limits (queue_* over the API's: core/spec/effective.ts), logged once. */
   const launchOf = (kind: "api" | "queue", command: string): Launch => {
     const memoryMb = kind === "api" ? scale.memoryLimitMb : scale.queueMemoryLimitMb;
     const cpus = cpuCgroup ? boundCpus(kind === "api" ? scale.cpus : scale.queueCpus, log) : undefined;

@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
 import { it } from "node:test";
 import pg from "pg";
-import { emit } from "../../../src/resources/events/emit.ts";
-import { eventsAfter, lastEventSeq, sequenceEvents } from "../../../src/resources/events/store.ts";
+import { emit } from "../../../src/core/events/emit.ts";
+import { eventsAfter, lastEventSeq, sequenceEvents } from "../../../src/core/events/store.ts";
 import { forEachDatabase } from "../../helpers/harness.ts";
 import { queriesOf } from "../../helpers/statements.ts";
 

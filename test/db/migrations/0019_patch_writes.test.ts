@@ -4,7 +4,7 @@ import { after, before, describe, it } from "node:test";
 import { sql } from "drizzle-orm";
 import { PgDialect } from "drizzle-orm/pg-core";
 import { type Database, rows } from "../../../src/db/client.ts";
-import { revisionStatusStatement } from "../../../src/resources/revisions/store.ts";
+import { revisionStatusStatement } from "../../../src/core/revisions/status-store.ts";
 import { createTestDatabase, DB_KINDS, type TestDatabase } from "../../helpers/databases.ts";
 
 /**

@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
 import { before, it } from "node:test";
 import { sql } from "drizzle-orm";
+import { removeDeployment } from "../../../src/core/deployments/write-store.ts";
 import { rows } from "../../../src/db/client.ts";
-import { removeDeployment } from "../../../src/resources/deployments/store.ts";
 import { authMatrix } from "../../helpers/auth-matrix.ts";
 import {
   assertMatches,

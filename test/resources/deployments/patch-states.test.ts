@@ -1,11 +1,11 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { sql } from "drizzle-orm";
+import type { PatchState } from "../../../src/core/deployments/read-store.ts";
 import { encryptionContext } from "../../../src/crypto/envelope.ts";
 import { rows } from "../../../src/db/client.ts";
 import { PatchStates } from "../../../src/resources/deployments/patch-states.ts";
-import type { PatchState } from "../../../src/resources/deployments/store.ts";
-import { secretContextId, secretRows } from "../../../src/resources/revisions/store.ts";
+import { secretContextId, secretRows } from "../../../src/core/revisions/secrets-store.ts";
 import { call, createDocker, type Deployment } from "../../helpers/deployments.ts";
 import { forEachDatabase } from "../../helpers/harness.ts";
 import { PATCH_READ, PATCH_WRITE, statementsOf } from "../../helpers/statements.ts";

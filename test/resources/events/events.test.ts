@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { before, it } from "node:test";
-import { emit } from "../../../src/resources/events/emit.ts";
+import { emit } from "../../../src/core/events/emit.ts";
 import { authMatrix } from "../../helpers/auth-matrix.ts";
 import { call, createDocker } from "../../helpers/deployments.ts";
 import { forEachDatabase } from "../../helpers/harness.ts";

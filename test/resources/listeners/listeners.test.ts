@@ -182,7 +182,7 @@ forEachDatabase("listeners API", (suite) => {
     // The deployment's row goes once torn down; without a reconciler here, remove it the API's way.
     await ctx.db.orm.transaction(async (tx) => {
       const { moveDeployment, removeDeployment } = await import(
-        "../../../src/resources/deployments/store.ts"
+        "../../../src/core/deployments/write-store.ts"
       );
       await moveDeployment(tx, d.id, "AWAITING_DATABASE", "AWAITING_DELETE");
       await removeDeployment(tx, d.id);

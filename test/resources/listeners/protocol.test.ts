@@ -4,7 +4,7 @@ import { after, before, it } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { DesiredState } from "../../../src/protocol/listener.ts";
 import type { Reconciler } from "../../../src/reconciler/reconciler.ts";
-import { sourceResolver } from "../../../src/reconciler/sources.ts";
+import { resolverOf } from "../../../src/wiring/reconciler.ts";
 import { call, createDocker, locs, type Revision, uniqueName } from "../../helpers/deployments.ts";
 import { forEachDatabase, type TestContext } from "../../helpers/harness.ts";
 import { makeReconciler, until } from "../../helpers/reconciler.ts";
@@ -87,7 +87,7 @@ function runReconciler(suite: { readonly ctx: TestContext }): void {
   let reconciler: Reconciler;
   before(async () => {
     reconciler = makeReconciler(suite.ctx, new ScriptedRuntime(), {
-      resolveSource: sourceResolver(suite.ctx.db.orm, suite.ctx.config),
+      resolveSource: resolverOf(suite.ctx.db, suite.ctx.config),
     });
     await reconciler.start();
   });

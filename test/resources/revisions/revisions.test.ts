@@ -3,7 +3,7 @@ import { before, it } from "node:test";
 import { sql } from "drizzle-orm";
 import { encryptionContext } from "../../../src/crypto/envelope.ts";
 import { rows } from "../../../src/db/client.ts";
-import { secretContextId, secretRows } from "../../../src/resources/revisions/store.ts";
+import { secretContextId, secretRows } from "../../../src/core/revisions/secrets-store.ts";
 import { authMatrix } from "../../helpers/auth-matrix.ts";
 import {
   assertMatches,

@@ -1,11 +1,21 @@
 import type { AppDeps } from "../deps.ts";
 import { APP_PORT } from "../protocol/listener.ts";
+import type { ReconcilerLogger, ReconcilerLookups } from "../reconciler/context.ts";
+import { Reconciler } from "../reconciler/reconciler.ts";
+import { sourceResolver } from "../reconciler/sources.ts";
+import { listenerLiveness } from "../resources/listeners/store.ts";
+import { firstOrganizationId } from "../resources/organizations/service.ts";
 import { registryLogin } from "../resources/push-tokens/login.ts";
+import { openUploadedTarball } from "../resources/uploads/read.ts";
 import { LocalRuntime } from "../runtimes/local/runtime.ts";
 import { PodmanImageBuilder } from "../runtimes/remote/builder.ts";
-import type { ReconcilerLogger } from "./context.ts";
-import { Reconciler } from "./reconciler.ts";
-import { sourceResolver } from "./sources.ts";
+
+/** What the reconciler reads of the resources' tables (context.ts says why it is handed down). */
+export const reconcilerLookups: ReconcilerLookups = { firstOrganizationId, listenerLiveness };
+
+/** Builds revisions' sources: code hosts, uploads, templates, images (reconciler/sources.ts). */
+export const resolverOf = (db: AppDeps["db"], config: AppDeps["config"]) =>
+  sourceResolver(db.orm, config, openUploadedTarball);
 
 export interface RunningReconciler {
   reconciler: Reconciler;
@@ -72,7 +82,8 @@ export async function startReconciler(deps: AppDeps, logger: ReconcilerLogger): 
     keyring: deps.keyring,
     runtimes: { local: runtime },
     imageBuilder,
-    resolveSource: sourceResolver(deps.db.orm, bound),
+    resolveSource: resolverOf(deps.db, bound),
+    lookups: reconcilerLookups,
     logger,
   });
   try {

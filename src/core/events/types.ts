@@ -1,0 +1,10 @@
+/** Every event type there is; webhooks subscribe to a subset, the stream can narrow to one. */
+export const EVENT_TYPES = [
+  "deployment.created",
+  "deployment.deleted",
+  "deployment.status_changed",
+  "deployment.storage_exceeded",
+  "revision.status_changed",
+  "listener.status_changed",
+] as const;
+export type EventType = (typeof EVENT_TYPES)[number];
