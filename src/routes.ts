@@ -5,7 +5,7 @@ import { platformRoutes } from "./platform/routes.ts";
 import { agentConnectionRoutes } from "./resources/agent-connections/routes.ts";
 import { apiKeyRoutes } from "./resources/api-keys/routes.ts";
 import { auditLogRoutes } from "./resources/audit-log/routes.ts";
-import { deploymentMetricsRoutes } from "./resources/deployments/metrics.ts";
+import { deploymentMetricsRoutes } from "./resources/deployments/metrics-routes.ts";
 import { deploymentRoutes } from "./resources/deployments/routes.ts";
 import { eventRoutes } from "./resources/events/routes.ts";
 import { integrationRoutes } from "./resources/integrations/routes.ts";

@@ -32,6 +32,8 @@ export function OrNull<T extends TSchema>(schema: T) {
 export const DisplayName = Type.String({ minLength: 1, maxLength: 100, pattern: "^\\S(.*\\S)?$" });
 
 export const IdParams = Type.Object({ id: Uuid });
+/** The path parameters of the routes under /v2/deployments/{deployment_id}. */
+export const DeploymentParams = Type.Object({ deployment_id: Uuid });
 
 /** PostgreSQL's `integer` range: the bound for integers that reach a query or a column. */
 export const INT32_MAX = 2_147_483_647;

@@ -30,7 +30,7 @@ const OWNERS: Record<string, readonly string[]> = {
     ...RECONCILER_STORE,
   ],
   revision_secrets: ["core/revisions/secrets-store.ts"],
-  revision_logs: ["resources/revision-logs/store.ts"],
+  revision_logs: ["core/revision-logs/store.ts"],
   tracing_projects: ["resources/tracing-projects/store.ts"],
   tag_keys: ["resources/tags/store.ts"],
   tag_values: ["resources/tags/store.ts"],

@@ -4,11 +4,17 @@ import { forbidden, invalid, notFound } from "../../core/errors.ts";
 import { iso } from "../../core/shapes.ts";
 import type { Executor } from "../../db/client.ts";
 import type { Role } from "../../db/schema/identity.ts";
-import { listenerOfOrganization } from "../listeners/store.ts";
 import { isWorkspaceOf } from "../workspaces/store.ts";
 import { displayPrefix, generateApiKey, hashApiKey } from "./key-material.ts";
 import type { ApiKey, ApiKeyCreated } from "./schema.ts";
-import { apiKeyRows, findApiKeyRow, insertApiKeyRow, markRevoked, type ApiKeyRow as Row } from "./store.ts";
+import {
+  apiKeyRows,
+  findApiKeyRow,
+  insertApiKeyRow,
+  listenerOfOrganization,
+  markRevoked,
+  type ApiKeyRow as Row,
+} from "./store.ts";
 
 export function toApiKey(row: Row): ApiKey {
   return {

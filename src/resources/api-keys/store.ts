@@ -72,3 +72,19 @@ export async function keyByHash(
   );
   return row;
 }
+
+/**
+ * The listener a listener key is minted for: one of the organization, whatever its workspace (a
+ * read of `listeners`, which the listeners store writes).
+ */
+export async function listenerOfOrganization(
+  exec: Reader,
+  organizationId: string,
+  id: string,
+): Promise<{ id: string; workspace_id: string } | undefined> {
+  const [row] = await rows<{ id: string; workspace_id: string }>(
+    exec,
+    sql`SELECT id, workspace_id FROM listeners WHERE id = ${id} AND organization_id = ${organizationId}`,
+  );
+  return row;
+}

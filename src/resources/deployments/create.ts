@@ -2,8 +2,8 @@ import { randomUUID } from "node:crypto";
 import type { CodehostConfig } from "../../codehost/drivers.ts";
 import type { Config } from "../../config.ts";
 import type { WorkspaceCaller } from "../../core/callers.ts";
-import type { DeploymentType } from "../../core/model.ts";
 import type { LockedDeployment, StoredRecord } from "../../core/deployments/read-store.ts";
+import { insertRevision } from "../../core/deployments/revision-writer.ts";
 import {
   checkName,
   checkResourceSpec,
@@ -12,10 +12,10 @@ import {
   isSet,
   revisionValuesOf,
 } from "../../core/deployments/rules.ts";
+import { encryptPendingSecrets, sealSecrets } from "../../core/deployments/secrets.ts";
 import { insertDeployment } from "../../core/deployments/write-store.ts";
 import { conflict, type FieldProblem, FieldsInvalid } from "../../core/errors.ts";
-import { encryptPendingSecrets, sealSecrets } from "../../core/deployments/secrets.ts";
-import { insertRevision } from "../../core/deployments/revision-writer.ts";
+import type { DeploymentType } from "../../core/model.ts";
 import { resolveResourceSpec, specOf } from "../../core/spec/stored.ts";
 import type { Keyring } from "../../crypto/envelope.ts";
 import type { Database } from "../../db/client.ts";

@@ -2,13 +2,13 @@
 import { isDeepStrictEqual } from "node:util";
 import type { CodehostConfig } from "../../codehost/drivers.ts";
 import type { WorkspaceCaller } from "../../core/callers.ts";
-import type { Secret, Source } from "../../core/model.ts";
 import {
   findDeploymentRecord,
   type LockedDeployment,
   type PatchState,
   readPatchState,
 } from "../../core/deployments/read-store.ts";
+import { insertRevision, type RevisionContent } from "../../core/deployments/revision-writer.ts";
 import {
   checkResourceSpec,
   checkSecrets,
@@ -18,8 +18,6 @@ import {
   REVISION_FIELDS,
   revisionValuesOf,
 } from "../../core/deployments/rules.ts";
-import { updateInPlace, type WriteTarget } from "../../core/deployments/write-store.ts";
-import { badRequest, type FieldProblem, FieldsInvalid, notFound } from "../../core/errors.ts";
 import {
   decryptPendingSecrets,
   nextSecrets,
@@ -27,7 +25,9 @@ import {
   unchangedRows,
   unmask,
 } from "../../core/deployments/secrets.ts";
-import { insertRevision, type RevisionContent } from "../../core/deployments/revision-writer.ts";
+import { updateInPlace, type WriteTarget } from "../../core/deployments/write-store.ts";
+import { badRequest, type FieldProblem, FieldsInvalid, notFound } from "../../core/errors.ts";
+import type { Secret, Source } from "../../core/model.ts";
 import { resolveResourceSpec, specOf } from "../../core/spec/stored.ts";
 import type { Keyring } from "../../crypto/envelope.ts";
 import type { Database, Reader, Transaction } from "../../db/client.ts";

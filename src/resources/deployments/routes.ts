@@ -1,4 +1,5 @@
 import { Type } from "@sinclair/typebox";
+import { DeploymentParams } from "../../core/shapes.ts";
 import { workspaceOf } from "../../http/auth.ts";
 import { errorResponse } from "../../http/errors.ts";
 import { type App, replyStored } from "../../http/types.ts";
@@ -21,7 +22,6 @@ import {
   CreateDeploymentBody,
   Deployment,
   DeploymentList,
-  DeploymentParams,
   ListDeploymentsQuery,
   PatchDeploymentBody,
 } from "./schema.ts";

@@ -171,5 +171,3 @@ export const ListDeploymentsQuery = Type.Object({
   deployment_ids: Type.Optional(Type.String({ description: "Comma-separated deployment ids." })),
 });
 export type ListDeploymentsQuery = Static<typeof ListDeploymentsQuery>;
-
-export const DeploymentParams = Type.Object({ deployment_id: Uuid });

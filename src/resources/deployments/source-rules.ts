@@ -2,7 +2,6 @@ import type { CodehostConfig } from "../../codehost/drivers.ts";
 import { IntegrationNotFound, RefNotFound, RepoNotFound } from "../../codehost/errors.ts";
 import { isTagRef, isValidRef } from "../../codehost/interface.ts";
 import { verifyCodehostSource } from "../../codehost/verify.ts";
-import type { SecretReference, Source } from "../../core/model.ts";
 import {
   checkSecretReferences,
   forbidden,
@@ -18,6 +17,7 @@ import {
   SRC,
 } from "../../core/deployments/rules.ts";
 import { type FieldProblem, invalid } from "../../core/errors.ts";
+import type { SecretReference, Source } from "../../core/model.ts";
 import type { Executor } from "../../db/client.ts";
 import { findTemplate } from "../../templates/catalog.ts";
 

@@ -61,19 +61,6 @@ export async function listenerNamespaces(exec: Reader, id: string): Promise<stri
   return row?.compute_config.k8s_namespaces ?? [];
 }
 
-/** A listener of the organization, whatever its workspace (listener API keys are minted from it). */
-export async function listenerOfOrganization(
-  exec: Reader,
-  organizationId: string,
-  id: string,
-): Promise<{ id: string; workspace_id: string } | undefined> {
-  const [row] = await rows<{ id: string; workspace_id: string }>(
-    exec,
-    sql`SELECT id, workspace_id FROM listeners WHERE id = ${id} AND organization_id = ${organizationId}`,
-  );
-  return row;
-}
-
 export interface NewListener {
   organizationId: string;
   workspaceId: string;

@@ -1,7 +1,7 @@
 import { Type } from "@sinclair/typebox";
 import { workspaceOf } from "../../http/auth.ts";
 import type { App } from "../../http/types.ts";
-import { followLogs } from "./follow.ts";
+import { followLogs } from "./follow-routes.ts";
 import { LogLine, LogsParams, LogsQuery } from "./schema.ts";
 import { logSearchRoutes } from "./search-routes.ts";
 import { listLogs, revisionStatus } from "./service.ts";

@@ -1,7 +1,8 @@
+import { DeploymentParams } from "../../core/shapes.ts";
 import { workspaceOf } from "../../http/auth.ts";
 import { errorResponse } from "../../http/errors.ts";
 import { type App, replyStored } from "../../http/types.ts";
-import { Deployment, DeploymentParams } from "../deployments/schema.ts";
+import { Deployment } from "../deployments/schema.ts";
 import { ListRevisionsQuery, Revision, RevisionList, RevisionParams } from "./schema.ts";
 import { getRevision, interruptRevision, listRevisions, redeployRevision } from "./service.ts";
 

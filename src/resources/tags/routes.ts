@@ -1,8 +1,8 @@
 import { Type } from "@sinclair/typebox";
+import { DeploymentParams } from "../../core/shapes.ts";
 import { workspaceOf } from "../../http/auth.ts";
 import { errorResponse } from "../../http/errors.ts";
 import type { App } from "../../http/types.ts";
-import { DeploymentParams } from "../deployments/schema.ts";
 import {
   CreateDeploymentTagBody,
   CreateTagKeyBody,

@@ -1,10 +1,11 @@
 import type { IncomingMessage } from "node:http";
 import { Type } from "@sinclair/typebox";
 import { unsupportedMediaType } from "../../core/errors.ts";
+import { DeploymentParams } from "../../core/shapes.ts";
 import { workspaceOf } from "../../http/auth.ts";
 import { errorResponse } from "../../http/errors.ts";
 import type { App } from "../../http/types.ts";
-import { DeploymentParams, UploadParams, UploadQuery, UploadReceipt, UploadUrl } from "./schema.ts";
+import { UploadParams, UploadQuery, UploadReceipt, UploadUrl } from "./schema.ts";
 import { issueUploadUrl, receiveUpload } from "./service.ts";
 
 const tags = ["uploads"];

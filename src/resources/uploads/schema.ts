@@ -23,6 +23,5 @@ export const UploadReceipt = Type.Object({
 });
 export type UploadReceipt = Static<typeof UploadReceipt>;
 
-export const DeploymentParams = Type.Object({ deployment_id: Uuid });
 export const UploadParams = Type.Object({ upload_id: Uuid });
 export const UploadQuery = Type.Object({ token: Type.Optional(Type.String({ maxLength: 200 })) });

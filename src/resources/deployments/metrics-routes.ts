@@ -3,12 +3,11 @@
 import { Type } from "@sinclair/typebox";
 import { peekDeployment } from "../../core/deployments/read-store.ts";
 import { notFound } from "../../core/errors.ts";
-import { StringEnum } from "../../core/shapes.ts";
+import { DeploymentParams, StringEnum } from "../../core/shapes.ts";
 import { workspaceOf } from "../../http/auth.ts";
 import { ErrorBody } from "../../http/errors.ts";
 import type { App } from "../../http/types.ts";
 import { BUCKET_MS, trafficSeries } from "../../runtimes/local/routing/request-metrics.ts";
-import { DeploymentParams } from "./schema.ts";
 
 const WINDOWS = { "15m": 15, "1h": 60, "6h": 360, "24h": 1440 } as const;
 type Window = keyof typeof WINDOWS;
