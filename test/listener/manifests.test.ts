@@ -297,7 +297,44 @@ describe("manifests of a deployment", () => {
     const app = (
       at(find(objects, "Deployment", "shop-5f1e2d3c"), "spec.template.spec.containers") as Obj[]
     )[0];
-    assert.deepEqual(app?.resources, { requests: { cpu: "100m" } });
+    // The limit the API stores with a request (twice it) is the one applied.
+    assert.deepEqual(app?.resources, { requests: { cpu: "100m" }, limits: { cpu: "200m" } });
+  });
+
+  it("deployment_type as the local runtime applies it: prod runs at least 2 replicas", () => {
+    const prod = manifestsFor(desired({ deployment_type: "prod" }), manifestOptions());
+    validateAll(prod);
+    const hpa = find(prod, "HorizontalPodAutoscaler", "shop-5f1e2d3c");
+    assert.deepEqual([at(hpa, "spec.minReplicas"), at(hpa, "spec.maxReplicas")], [2, 4]);
+    find(prod, "PodDisruptionBudget", "shop-5f1e2d3c");
+    const floor = manifestsFor(
+      desired({ deployment_type: "prod", resource_spec: { min_scale: 1, max_scale: 1 } }),
+      manifestOptions(),
+    );
+    assert.equal(at(find(floor, "Deployment", "shop-5f1e2d3c"), "spec.replicas"), 2, "prod's floor");
+    const free = manifestsFor(desired({ deployment_type: "dev_free" }), manifestOptions());
+    const dep = find(free, "Deployment", "shop-5f1e2d3c");
+    assert.equal(at(dep, "spec.replicas"), 1, "no scale to zero on Kubernetes");
+    const app = (at(dep, "spec.template.spec.containers") as Obj[])[0];
+    assert.deepEqual(app?.resources, { limits: { memory: "256Mi" } }, "dev_free's memory limit");
+    const unknown = manifestsFor(desired({ deployment_type: "later" }), manifestOptions());
+    assert.equal(at(find(unknown, "Deployment", "shop-5f1e2d3c"), "spec.replicas"), 1, "as dev");
+  });
+
+  it("queue workers take the API processes' scale and resources where their own are not set", () => {
+    const spec = { min_scale: 2, max_scale: 3, cpu: 0.5, cpu_limit: 1, memory_mb: 256, memory_limit_mb: 512 };
+    const objects = manifestsFor(
+      desired({ resource_spec: { ...spec, queue_min_scale: 1 } }),
+      manifestOptions(),
+    );
+    validateAll(objects);
+    const hpa = find(objects, "HorizontalPodAutoscaler", "shop-5f1e2d3c-queue");
+    assert.deepEqual([at(hpa, "spec.minReplicas"), at(hpa, "spec.maxReplicas")], [1, 3]);
+    const queue = find(objects, "Deployment", "shop-5f1e2d3c-queue");
+    assert.deepEqual((at(queue, "spec.template.spec.containers") as Obj[])[0]?.resources, {
+      requests: { cpu: "500m", memory: "256Mi" },
+      limits: { cpu: "1000m", memory: "512Mi" },
+    });
   });
 
   it("a database without a password is refused rather than applied open", () => {

@@ -1,11 +1,7 @@
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
-import { join } from "node:path";
 import { describe, it } from "node:test";
-import { ResourceSpec } from "../../../src/resources/deployments/schema.ts";
 import {
   enforcedHere,
-  RESOURCE_FIELDS,
   type Situation,
   unenforcedWarnings,
 } from "../../../src/runtimes/local/resource-fields.ts";
@@ -13,25 +9,6 @@ import {
 const here: Situation = { image: false, cpuCgroup: false, appDatabase: false };
 
 describe("local runtime: what each resource_spec field does here", () => {
-  it("every field of the API's ResourceSpec has a rule, and no rule names a field the API does not have", () => {
-    const api = Object.keys(ResourceSpec.properties).sort();
-    assert.deepEqual(Object.keys(RESOURCE_FIELDS).sort(), api);
-  });
-
-  it("the field table of docs/resource-spec.md names every field once, and no other", () => {
-    const page = readFileSync(join(import.meta.dirname, "../../../docs/resource-spec.md"), "utf8");
-    const start = page.indexOf("| field |", page.indexOf("## Field by field"));
-    const rows = page.slice(start, page.indexOf("\n\n", start)).split("\n").slice(2);
-    const named = rows.map((row) => [...(row.split("|")[1] ?? "").matchAll(/`([a-z_]+)`/g)].map((m) => m[1]));
-    for (const field of Object.keys(RESOURCE_FIELDS)) {
-      assert.equal(named.filter((names) => names.includes(field)).length, 1, `docs row for ${field}`);
-    }
-    assert.deepEqual(
-      named.flat().filter((f) => f === undefined || !(f in RESOURCE_FIELDS)),
-      [],
-    );
-  });
-
   it("a set field that is not enforced here gets one warning naming it and why; enforced and default fields none", () => {
     const warnings = unenforcedWarnings(
       {
