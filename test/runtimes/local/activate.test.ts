@@ -1,3 +1,5 @@
+// Why over 300 lines: activation as a whole (routing, failures, scale, limits, teardown),
+// against one runtime and its apps listener.
 import assert from "node:assert/strict";
 import { existsSync, readFileSync } from "node:fs";
 import { createServer } from "node:net";

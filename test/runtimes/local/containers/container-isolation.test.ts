@@ -1,14 +1,11 @@
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { type Engine, execEngine } from "../../../../src/runtimes/engine/engine.ts";
 import { EngineFinder } from "../../../../src/runtimes/engine/finder.ts";
-import { ensureSubordinateIds, SUBORDINATE_LINE } from "../../../../src/runtimes/engine/isolation.ts";
 import type { RevisionSpec } from "../../../../src/runtimes/interface.ts";
 import {
   CONTAINER_CAPS,
@@ -269,29 +266,6 @@ describe("local runtime: containers apart", () => {
 });
 
 describe("container isolation: settings", () => {
-  it("subordinate ranges for podman's containers user are added once, existing lines kept", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "slipway-subid-"));
-    try {
-      const subuid = join(dir, "subuid");
-      const subgid = join(dir, "subgid");
-      writeFileSync(subuid, "alice:100000:65536");
-      assert.equal(await ensureSubordinateIds([subuid, subgid]), true);
-      assert.equal(await ensureSubordinateIds([subuid, subgid]), true);
-      assert.equal(readFileSync(subuid, "utf8"), `alice:100000:65536\n${SUBORDINATE_LINE}\n`);
-      assert.equal(readFileSync(subgid, "utf8"), `${SUBORDINATE_LINE}\n`);
-      writeFileSync(subgid, "containers:300000:65536\n");
-      assert.equal(await ensureSubordinateIds([subgid]), true);
-      assert.equal(
-        readFileSync(subgid, "utf8"),
-        "containers:300000:65536\n",
-        "an operator's own range stays",
-      );
-      assert.equal(await ensureSubordinateIds([join(dir, "missing-dir", "subuid")]), false);
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
-  });
-
   it("resolvers come from resolv.conf without loopback ones", () => {
     const conf =
       "# comment\nnameserver 10.0.0.53\nnameserver 127.0.0.53\nnameserver ::1\nnameserver fd00::35\nsearch x\n";

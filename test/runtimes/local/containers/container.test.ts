@@ -1,3 +1,5 @@
+// Why over 300 lines: an image revision in real containers (run, switch, crash, orphans, network
+// modes, failures), on one engine and image set.
 import assert from "node:assert/strict";
 import { execFileSync, spawn } from "node:child_process";
 import { existsSync, readdirSync, readFileSync } from "node:fs";

@@ -1,3 +1,5 @@
+// Why over 300 lines: what sandboxed builds and apps can and cannot do, and the refusal without
+// a sandbox, on one runtime.
 import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
 import { chmodSync, existsSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
