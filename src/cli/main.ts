@@ -1,96 +1,12 @@
-// The `slipway` command: server commands here (their modules load only for them, so client
+// The `slipway` command: server commands in serve.ts (their modules load only for them, so client
 // commands start quickly), client commands in client.ts; --help, --version, "did you mean".
-import { ConfigError } from "../config.ts";
 import { UsageError, wantsHelp } from "./args.ts";
 import { CLIENT_COMMANDS, clientDoc, isClientCommand, runClient } from "./client.ts";
 import { type CommandDoc, commandHelp, generalHelp, SERVER_DOCS } from "./help.ts";
+import { ConfigError, listener, migrateOnly, rotate, serve } from "./serve.ts";
 import { describeStartupError } from "./startup-errors.ts";
 import { closest } from "./suggest.ts";
 import { packageVersion } from "./version.ts";
-
-async function serve(): Promise<void> {
-  const { loadConfig } = await import("../config.ts");
-  const { startServer } = await import("../server.ts");
-  const server = await startServer(loadConfig());
-  let signalled = false;
-  const shutdown = (signal: string) => {
-    if (signalled) return;
-    signalled = true;
-    server.app.log.info({ signal }, "shutting down: finishing in-flight requests");
-    server.stop().then(
-      () => process.exit(0),
-      (err) => {
-        console.error(err);
-        process.exit(1);
-      },
-    );
-  };
-  process.on("SIGTERM", () => shutdown("SIGTERM"));
-  process.on("SIGINT", () => shutdown("SIGINT"));
-}
-
-async function migrateOnly(): Promise<void> {
-  const { loadConfig } = await import("../config.ts");
-  const { openDatabase } = await import("../db/client.ts");
-  const { migrate } = await import("../db/migrate.ts");
-  const db = await openDatabase(loadConfig().database);
-  try {
-    const ran = await migrate(db);
-    console.log(ran.length ? `Applied: ${ran.join(", ")}` : "Database is up to date.");
-  } finally {
-    await db.close();
-  }
-}
-
-async function rotate(args: string[]): Promise<void> {
-  const { loadConfig } = await import("../config.ts");
-  const { addKeyToFile, loadKeyring } = await import("../crypto/master-key.ts");
-  const { rotateSecrets } = await import("../crypto/rotate.ts");
-  const { openDatabase } = await import("../db/client.ts");
-  const { migrate } = await import("../db/migrate.ts");
-  const { envelopeColumns } = await import("../resources/envelopes.ts");
-  const config = loadConfig();
-  if (args.includes("--new")) {
-    if (config.masterKey) {
-      throw new ConfigError(
-        "--new works on the embedded key file; with SLIPWAY_MASTER_KEY set, put the new key there and the old one in SLIPWAY_PREVIOUS_MASTER_KEYS.",
-      );
-    }
-    addKeyToFile(config.dataDir);
-    console.log("Generated a new active master key; restart servers so they encrypt with it.");
-  }
-  const { keyring } = loadKeyring(config);
-  const db = await openDatabase(config.database);
-  try {
-    await migrate(db);
-    const results = await rotateSecrets(keyring, envelopeColumns(db.orm));
-    for (const r of results) console.log(`${r.table}.${r.column}: re-encrypted ${r.rewrapped}`);
-    console.log(`Every stored secret is now under key ${keyring.activeKid}.`);
-  } finally {
-    await db.close();
-  }
-}
-
-async function listener(args: string[]): Promise<void> {
-  const { Listener } = await import("../listener/listener.ts");
-  const { LISTENER_USAGE, parseListenerArgs } = await import("../listener/options.ts");
-  if (wantsHelp(args)) {
-    console.log(LISTENER_USAGE);
-    return;
-  }
-  const log = (line: string) => console.log(`${new Date().toISOString()} ${line}`);
-  const agent = new Listener(parseListenerArgs(args, process.env, log));
-  const stop = (signal: string) => {
-    log(`listener: ${signal}, stopping`);
-    agent.stop();
-  };
-  process.on("SIGTERM", () => stop("SIGTERM"));
-  process.on("SIGINT", () => stop("SIGINT"));
-  log("listener: started");
-  await agent.run();
-  // Open watch streams and keep-alive sockets would hold the process; everything is stopped.
-  process.exit(0);
-}
 
 async function hook(args: string[]): Promise<void> {
   const { HOOK_USAGE, postReceive } = await import("./hook.ts");

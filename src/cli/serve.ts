@@ -1,0 +1,93 @@
+// The server side of the `slipway` command: serve, migrate, keys rotate and listener. The one
+// module of the clients' folders (cli, console, sdk) that reaches server code (test/layers.test.ts);
+// each command loads its modules only when it runs, so client commands start quickly.
+import { ConfigError, loadConfig } from "../config.ts";
+import { wantsHelp } from "./args.ts";
+
+/** What main.ts reports as a configuration error (thrown by loadConfig and the commands here). */
+export { ConfigError };
+
+/** `slipway serve`: the API (and the reconciler), until SIGTERM or SIGINT lets requests finish. */
+export async function serve(): Promise<void> {
+  const { startServer } = await import("../server.ts");
+  const server = await startServer(loadConfig());
+  let signalled = false;
+  const shutdown = (signal: string) => {
+    if (signalled) return;
+    signalled = true;
+    server.app.log.info({ signal }, "shutting down: finishing in-flight requests");
+    server.stop().then(
+      () => process.exit(0),
+      (err) => {
+        console.error(err);
+        process.exit(1);
+      },
+    );
+  };
+  process.on("SIGTERM", () => shutdown("SIGTERM"));
+  process.on("SIGINT", () => shutdown("SIGINT"));
+}
+
+/** `slipway migrate`: applies pending migrations and exits. */
+export async function migrateOnly(): Promise<void> {
+  const { openDatabase } = await import("../db/client.ts");
+  const { migrate } = await import("../db/migrate.ts");
+  const db = await openDatabase(loadConfig().database);
+  try {
+    const ran = await migrate(db);
+    console.log(ran.length ? `Applied: ${ran.join(", ")}` : "Database is up to date.");
+  } finally {
+    await db.close();
+  }
+}
+
+/** `slipway keys rotate [--new]`: re-encrypts every stored secret under the active master key. */
+export async function rotate(args: string[]): Promise<void> {
+  const { addKeyToFile, loadKeyring } = await import("../crypto/master-key.ts");
+  const { rotateSecrets } = await import("../crypto/rotate.ts");
+  const { openDatabase } = await import("../db/client.ts");
+  const { migrate } = await import("../db/migrate.ts");
+  const { envelopeColumns } = await import("../resources/envelopes.ts");
+  const config = loadConfig();
+  if (args.includes("--new")) {
+    if (config.masterKey) {
+      throw new ConfigError(
+        "--new works on the embedded key file; with SLIPWAY_MASTER_KEY set, put the new key there and the old one in SLIPWAY_PREVIOUS_MASTER_KEYS.",
+      );
+    }
+    addKeyToFile(config.dataDir);
+    console.log("Generated a new active master key; restart servers so they encrypt with it.");
+  }
+  const { keyring } = loadKeyring(config);
+  const db = await openDatabase(config.database);
+  try {
+    await migrate(db);
+    const results = await rotateSecrets(keyring, envelopeColumns(db.orm));
+    for (const r of results) console.log(`${r.table}.${r.column}: re-encrypted ${r.rewrapped}`);
+    console.log(`Every stored secret is now under key ${keyring.activeKid}.`);
+  } finally {
+    await db.close();
+  }
+}
+
+/** `slipway listener`: the Kubernetes listener, until SIGTERM or SIGINT. */
+export async function listener(args: string[]): Promise<void> {
+  const { Listener } = await import("../listener/listener.ts");
+  const { LISTENER_USAGE, parseListenerArgs } = await import("../listener/options.ts");
+  if (wantsHelp(args)) {
+    console.log(LISTENER_USAGE);
+    return;
+  }
+  const log = (line: string) => console.log(`${new Date().toISOString()} ${line}`);
+  const agent = new Listener(parseListenerArgs(args, process.env, log));
+  const stop = (signal: string) => {
+    log(`listener: ${signal}, stopping`);
+    agent.stop();
+  };
+  process.on("SIGTERM", () => stop("SIGTERM"));
+  process.on("SIGINT", () => stop("SIGINT"));
+  log("listener: started");
+  await agent.run();
+  // Open watch streams and keep-alive sockets would hold the process; everything is stopped.
+  process.exit(0);
+}
