@@ -5,10 +5,10 @@ import { loadKeyring } from "./crypto/master-key.ts";
 import { openDatabase } from "./db/client.ts";
 import { migrate } from "./db/migrate.ts";
 import type { App } from "./http/types.ts";
-import { startReconciler } from "./wiring/reconciler.ts";
 import { LocalGitPoller } from "./resources/integrations/poller.ts";
 import { WebhookDispatcher } from "./resources/webhooks/dispatcher.ts";
 import { ProcessBoard } from "./runtimes/board.ts";
+import { startReconciler } from "./wiring/reconciler.ts";
 
 export interface RunningServer {
   app: App;

@@ -8,12 +8,12 @@ import { sql } from "drizzle-orm";
 import { pgTable, text, uuid } from "drizzle-orm/pg-core";
 import { bootstrap } from "../../src/bootstrap.ts";
 import { loadConfig } from "../../src/config.ts";
+import { revisionEnvelopes, secretContextId } from "../../src/core/revisions/secrets-store.ts";
 import { DecryptionError, encryptionContext, Keyring } from "../../src/crypto/envelope.ts";
 import { addKeyToFile, keyFilePath, loadKeyring } from "../../src/crypto/master-key.ts";
 import { rotateSecrets } from "../../src/crypto/rotate.ts";
 import { rows } from "../../src/db/client.ts";
 import { envelopeColumn } from "../../src/db/envelopes.ts";
-import { revisionEnvelopes, secretContextId } from "../../src/core/revisions/secrets-store.ts";
 import { createTestDatabase, DB_KINDS } from "../helpers/databases.ts";
 
 describe("envelope encryption", () => {

@@ -1,5 +1,4 @@
 import { type SQL, sql } from "drizzle-orm";
-import type { AuditScope } from "../../core/audit/store.ts";
 import { type Reader, rows } from "../../db/client.ts";
 import { isoSql } from "../../db/sql.ts";
 import type { AuditQuery, AuditRecord } from "./schema.ts";
