@@ -54,7 +54,7 @@ const MAX_DELETIONS = 4;
 const quiet: ReconcilerLogger = { info: () => {}, warn: () => {}, error: () => {} };
 
 /**
- * The control loop (DESIGN §2): claims revisions and deletions from the database under a lease
+ * The control loop: claims revisions and deletions from the database under a lease
  * and hands them to the driver (driver.ts) and teardown (teardown.ts); on start, restores what ran
  * (restore.ts); on each poll, follows other processes and, as leader, checks health (leader.ts).
  * Any number of processes may run one against the same database.

@@ -9122,7 +9122,7 @@ export interface paths {
         };
         options?: never;
         head?: never;
-        /** Update a deployment; revision fields make a new revision (DESIGN §3) */
+        /** Update a deployment; revision fields make a new revision (docs/deployments.md) */
         patch: {
             parameters: {
                 query?: never;

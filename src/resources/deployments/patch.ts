@@ -59,7 +59,7 @@ async function readState(
   return state;
 }
 
-/** Whether a PATCH makes a revision: DESIGN §3, even when the values equal the current ones. */
+/** Whether a PATCH makes a revision: it does whenever it sends a revision field, even one equal to the current value. */
 export function createsRevision(body: PatchDeploymentBody): boolean {
   return (
     isSet(body.revision_source) ||

@@ -149,7 +149,7 @@ export async function deploymentRoutes(app: App): Promise<void> {
     {
       schema: {
         tags,
-        summary: "Update a deployment; revision fields make a new revision (DESIGN §3)",
+        summary: "Update a deployment; revision fields make a new revision (docs/deployments.md)",
         params: DeploymentParams,
         headers: Type.Object({
           "if-match": Type.Optional(Type.String({ description: "The ETag of a GET; 412 when it changed." })),

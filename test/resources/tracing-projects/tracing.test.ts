@@ -14,7 +14,7 @@ interface Project {
   created_at: string;
 }
 
-/** DESIGN §3: `{id, name, tenant_id, deployment_id|null, created_at}`. */
+/** The tracing project record: `{id, name, tenant_id, deployment_id|null, created_at}`. */
 const projectSchema = {
   type: "object",
   required: ["id", "name", "tenant_id", "deployment_id", "created_at"],
