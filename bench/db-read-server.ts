@@ -1,5 +1,5 @@
 import Fastify from "fastify";
-import { loadConfig } from "../src/config.ts";
+import { loadConfig } from "../src/config/load.ts";
 import { deploymentPage } from "../src/core/deployments/list-store.ts";
 import { findDeploymentRecord } from "../src/core/deployments/read-store.ts";
 import { openDatabase } from "../src/db/client.ts";

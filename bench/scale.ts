@@ -6,7 +6,7 @@ import { fileURLToPath } from "node:url";
 import { sql } from "drizzle-orm";
 import { buildApp } from "../src/app.ts";
 import { bootstrap } from "../src/bootstrap.ts";
-import { loadConfig } from "../src/config.ts";
+import { loadConfig } from "../src/config/load.ts";
 import { explainDeploymentPage } from "../src/core/deployments/list-store.ts";
 import { Keyring } from "../src/crypto/envelope.ts";
 import { openDatabase, rows } from "../src/db/client.ts";

@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { sql } from "drizzle-orm";
 import { buildApp } from "../src/app.ts";
 import { bootstrap } from "../src/bootstrap.ts";
-import { loadConfig } from "../src/config.ts";
+import { loadConfig } from "../src/config/load.ts";
 import { Keyring } from "../src/crypto/envelope.ts";
 import { openDatabase, rows } from "../src/db/client.ts";
 import { migrate } from "../src/db/migrate.ts";

@@ -7,7 +7,7 @@ import { describe, it } from "node:test";
 import { sql } from "drizzle-orm";
 import { pgTable, text, uuid } from "drizzle-orm/pg-core";
 import { bootstrap } from "../../src/bootstrap.ts";
-import { loadConfig } from "../../src/config.ts";
+import { loadConfig } from "../../src/config/load.ts";
 import { revisionEnvelopes, secretContextId } from "../../src/core/revisions/secrets-store.ts";
 import { DecryptionError, encryptionContext, Keyring } from "../../src/crypto/envelope.ts";
 import { addKeyToFile, keyFilePath, loadKeyring } from "../../src/crypto/master-key.ts";
