@@ -1,4 +1,10 @@
 import { createHash } from "node:crypto";
+import { readRevisionSecrets } from "../../core/deployments/secrets.ts";
+import {
+  desiredPairs,
+  type RemoteRevisionRow,
+  remoteRevisionRows,
+} from "../../core/revisions/listener-store.ts";
 import type { Keyring } from "../../crypto/envelope.ts";
 import type { Database } from "../../db/client.ts";
 import type { ChannelWaiters } from "../../db/waiters.ts";
@@ -9,9 +15,7 @@ import {
   HEALTH_PATH,
   hostOf,
 } from "../../protocol/listener.ts";
-import { readRevisionSecrets } from "../../core/deployments/secrets.ts";
 import { credentialEpoch, pullCredentials } from "../push-tokens/login.ts";
-import { desiredPairs, type RemoteRevisionRow, remoteRevisionRows } from "../../core/revisions/listener-store.ts";
 import { desiredVersion, listenerNamespaces, touchListener } from "./store.ts";
 
 /** Re-check at least this often while waiting, in case a notification was missed. */

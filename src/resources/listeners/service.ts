@@ -1,11 +1,11 @@
 import { inAuditedTransaction } from "../../core/audit/scope.ts";
 import type { WorkspaceCaller } from "../../core/callers.ts";
+import { listenerDeploymentRows } from "../../core/deployments/read-store.ts";
 import { conflict, invalid, notFound } from "../../core/errors.ts";
 import { AUTH_CHANNEL } from "../../db/channels.ts";
 import type { Database, Executor, Reader } from "../../db/client.ts";
 import { isUniqueViolation } from "../../db/errors.ts";
 import { listenerKeyIds } from "../api-keys/store.ts";
-import { listenerDeploymentRows } from "../../core/deployments/read-store.ts";
 import type {
   CreateListenerBody,
   Listener,

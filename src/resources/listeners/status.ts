@@ -1,9 +1,9 @@
 import { inAuditedTransaction } from "../../core/audit/scope.ts";
 import { FieldsInvalid } from "../../core/errors.ts";
+import { recordRemoteState, revisionsOfListener } from "../../core/revisions/listener-store.ts";
 import { REPORT_CHANNEL } from "../../db/channels.ts";
 import type { Database } from "../../db/client.ts";
 import type { StatusReport } from "../../protocol/listener.ts";
-import { recordRemoteState, revisionsOfListener } from "../../core/revisions/listener-store.ts";
 import { touchListener } from "./store.ts";
 
 /** Longest reason kept of a report (status_message shortens it further). */
