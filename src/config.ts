@@ -41,7 +41,7 @@ export interface Config {
   timeouts: { headersMs: number; requestMs: number; minBodyBytesPerSecond: number; bodyGraceMs: number };
   uploadLimitBytes: number;
   localGitRoots: string[];
-  /** Seconds between the local_git poller's looks at branch heads (README "Build on push"); 0 turns it off. */
+  /** Seconds between the local_git poller's looks at branch heads (docs/codehost.md, "Build on push"); 0 turns it off. */
   localGitPollS: number;
   github: { appId: string | undefined; privateKey: string | undefined; apiUrl: string };
   oauth: { allowInsecureLoopback: boolean; allowPlainPkce: boolean };
@@ -55,7 +55,7 @@ export interface Config {
     /** Upper bound of an app config's `healthcheck_timeout_s`. */
     healthTimeoutMaxMs: number;
   };
-  /** API-process autoscaling and scale to zero of the local runtime (README "Scaling"). */
+  /** API-process autoscaling and scale to zero of the local runtime (docs/local-runtime.md, "Scaling"). */
   scaling: {
     targetConcurrency: number;
     windowMs: number;
@@ -70,7 +70,7 @@ export interface Config {
     /** Where `secret_references` resolve: `<dir>/<secret_name>/<secret_key>` (a mounted Secret's layout). */
     secretRefsDir: string | undefined;
   };
-  /** How build commands and app processes are confined (README "Sandbox"). */
+  /** How build commands and app processes are confined (docs/sandbox.md). */
   sandbox: {
     mode: SandboxMode;
     uidRange: UidRange;
@@ -109,16 +109,16 @@ export interface Config {
     /** App log lines stored per deployment and second; the rest are counted as dropped. */
     logLinesPerS: number;
   };
-  /** Listeners (README "Running on Kubernetes"): silence before DISCONNECTED, and the image registry. */
+  /** Listeners (docs/kubernetes.md): silence before DISCONNECTED, and the image registry. */
   listeners: {
     timeoutS: number;
     registryUrl: string | undefined;
-    /** Credentials Slipway logs in to the registry with (README "Running on Kubernetes"). */
+    /** Credentials Slipway logs in to the registry with (docs/kubernetes.md). */
     registryUsername: string | undefined;
     registryPassword: string | undefined;
     /** Plain http or an unverified certificate (a loopback registry): `--tls-verify=false`. */
     registryInsecure: boolean;
-    /** Slipway as the registry's token server (README "Registry token auth"), when configured. */
+    /** Slipway as the registry's token server (docs/registry.md), when configured. */
     registryToken: RegistryTokenConfig | undefined;
     /** What images built for listeners start FROM. */
     buildBaseImage: string;

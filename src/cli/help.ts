@@ -1,5 +1,5 @@
 // What `slipway --help` and `slipway <command> --help` print. The usage lines are the contract the
-// README's command tables repeat word for word (test/cli/help.test.ts checks they agree).
+// docs/cli.md's command tables repeat word for word (test/cli/help.test.ts checks they agree).
 
 export interface CommandDoc {
   /** One line per form of the command, without the leading `slipway `. */
@@ -143,7 +143,7 @@ export const SERVER_DOCS: Record<string, CommandDoc> = {
   serve: {
     usage: ["serve"],
     summary:
-      "Run the API server (what `npm start` runs); configured by the environment (README, Configuration).",
+      "Run the API server (what `npm start` runs); configured by the environment (docs/configuration.md).",
   },
   migrate: {
     usage: ["migrate"],
@@ -211,7 +211,7 @@ Run \`slipway <command> --help\` for a command's options; \`slipway --version\` 
 Client commands (talk to a Slipway server over its HTTP API):
 ${listing(CLIENT_DOCS)}
 
-Server commands (configured by the environment: see README.md):
+Server commands (configured by the environment: see docs/configuration.md):
 ${listing(SERVER_DOCS)}
 
 ${GLOBAL_OPTIONS}

@@ -1,5 +1,5 @@
 // `slipway hook post-receive`: run from a git repository's post-receive hook, it tells Slipway about
-// the push at once (README "Build on push"), as a GitHub-format push webhook signed with the
+// the push at once (docs/codehost.md, "Build on push"), as a GitHub-format push webhook signed with the
 // integration's webhook secret, so local_git deployments build without waiting for the poller.
 import { execFileSync } from "node:child_process";
 import { randomUUID } from "node:crypto";

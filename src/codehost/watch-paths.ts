@@ -1,7 +1,7 @@
 import { matchesGlob } from "node:path";
 
 /**
- * `watch_paths` of an app config (README "Build on push"): globs of repository paths; a push that
+ * `watch_paths` of an app config (docs/codehost.md, "Build on push"): globs of repository paths; a push that
  * changes none of them makes no revision. The one place this key is read.
  */
 

@@ -8,7 +8,7 @@ import { pg_trgm } from "@electric-sql/pglite/contrib/pg_trgm";
 /**
  * Server settings of the embedded database, added to PGlite's own start parameters. PGlite starts
  * PostgreSQL with the stock 128 MB `shared_buffers`, all of it resident in the WASM heap; one
- * Slipway process is its only client, and these sizes cost it about 110 MB less (README: Performance).
+ * Slipway process is its only client, and these sizes cost it about 110 MB less (docs/performance.md).
  */
 export const PGLITE_SETTINGS: Readonly<Record<string, string>> = {
   shared_buffers: "16MB",
@@ -21,7 +21,7 @@ export const PGLITE_SETTINGS: Readonly<Record<string, string>> = {
 /**
  * PGlite's WASM is compiled by V8's baseline compiler only (Liftoff), without the optimizing tier:
  * measured on the embedded server at rest, 190 MB resident instead of 257–271 MB, for 2–12% less
- * throughput on PGlite (README: Performance). Set before the module is compiled; process-wide, and
+ * throughput on PGlite (docs/performance.md). Set before the module is compiled; process-wide, and
  * only WASM is affected (a PostgreSQL server never compiles any).
  */
 const WASM_FLAG = "--liftoff-only";

@@ -6,7 +6,7 @@ import { DEFAULT_RUNTIME } from "./runtimes.ts";
 import { idleDeployments } from "./store.ts";
 
 /**
- * UNUSED (README "Unused deployments"): a READY deployment, not `prod`, that served no request for
+ * UNUSED (docs/local-runtime.md, "Unused deployments"): a READY deployment, not `prod`, that served no request for
  * SLIPWAY_UNUSED_AFTER_S becomes UNUSED; the next request, or a new revision, makes it READY.
  * Every process records what its own apps router saw; the leader decides.
  */

@@ -46,7 +46,7 @@ export interface RevisionSpec {
   redisPassword?: string;
   /**
    * Whether the revision belongs to the install's first organization, the only one whose code may
-   * run when no sandbox is usable (README "Sandbox").
+   * run when no sandbox is usable (docs/sandbox.md).
    */
   trusted: boolean;
 }

@@ -127,7 +127,7 @@ function checkDirectory(dir: string, config: string): void {
     throw new DeployInputError(`${dir} is not a directory.`);
   if (!existsSync(join(dir, config)))
     throw new DeployInputError(
-      `${join(dir, config)} does not exist: add the app's config (see README) or name another one.`,
+      `${join(dir, config)} does not exist: add the app's config (see Slipway's docs/local-runtime.md) or name another one.`,
     );
   const rules = uploadRules(dir);
   if (rules.ignores(config))

@@ -977,7 +977,7 @@ export interface paths {
                         "application/json": {
                             /** Format: date-time */
                             created_at: string;
-                            /** @description Whether push webhooks can be verified (README "Build on push"); false for integrations made before them until the secret is rotated. */
+                            /** @description Whether push webhooks can be verified (docs/codehost.md, "Build on push"); false for integrations made before them until the secret is rotated. */
                             has_webhook_secret?: boolean;
                             /** Format: uuid */
                             id: string;
@@ -1116,7 +1116,7 @@ export interface paths {
         put?: never;
         /**
          * Add a code-host integration (a local git directory or a GitHub App installation)
-         * @description The answer carries `webhook_secret`, the push webhook's secret, this once (README "Build on push").
+         * @description The answer carries `webhook_secret`, the push webhook's secret, this once (docs/codehost.md, "Build on push").
          */
         post: {
             parameters: {
@@ -1148,7 +1148,7 @@ export interface paths {
                         "application/json": {
                             /** Format: date-time */
                             created_at: string;
-                            /** @description Whether push webhooks can be verified (README "Build on push"); false for integrations made before them until the secret is rotated. */
+                            /** @description Whether push webhooks can be verified (docs/codehost.md, "Build on push"); false for integrations made before them until the secret is rotated. */
                             has_webhook_secret?: boolean;
                             /** Format: uuid */
                             id: string;
@@ -1367,7 +1367,7 @@ export interface paths {
                         "application/json": {
                             /** Format: date-time */
                             created_at: string;
-                            /** @description Whether push webhooks can be verified (README "Build on push"); false for integrations made before them until the secret is rotated. */
+                            /** @description Whether push webhooks can be verified (docs/codehost.md, "Build on push"); false for integrations made before them until the secret is rotated. */
                             has_webhook_secret?: boolean;
                             /** Format: uuid */
                             id: string;
@@ -1939,7 +1939,7 @@ export interface paths {
                         "application/json": {
                             /** Format: date-time */
                             created_at: string;
-                            /** @description Whether push webhooks can be verified (README "Build on push"); false for integrations made before them until the secret is rotated. */
+                            /** @description Whether push webhooks can be verified (docs/codehost.md, "Build on push"); false for integrations made before them until the secret is rotated. */
                             has_webhook_secret?: boolean;
                             /** Format: uuid */
                             id: string;
@@ -2093,7 +2093,7 @@ export interface paths {
                         "application/json": {
                             /** Format: date-time */
                             created_at: string;
-                            /** @description Whether push webhooks can be verified (README "Build on push"); false for integrations made before them until the secret is rotated. */
+                            /** @description Whether push webhooks can be verified (docs/codehost.md, "Build on push"); false for integrations made before them until the secret is rotated. */
                             has_webhook_secret?: boolean;
                             /** Format: uuid */
                             id: string;

@@ -12,7 +12,7 @@ export interface TokenKeys {
 }
 
 /**
- * A registry token key and its self-signed certificate, made by the real openssl as the README
+ * A registry token key and its self-signed certificate, made by the real openssl as docs/registry.md
  * tells operators to (`ec`: P-256 for ES256, `rsa`: RS256). The registry's rootcertbundle is the cert.
  */
 export function makeTokenKeys(kind: "ec" | "rsa" = "ec"): TokenKeys {

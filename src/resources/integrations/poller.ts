@@ -19,7 +19,7 @@ export interface PollerOptions extends PushEnv {
 }
 
 /**
- * Notices pushes into local_git repositories (README "Build on push"): every interval it reads the
+ * Notices pushes into local_git repositories (docs/codehost.md, "Build on push"): every interval it reads the
  * heads of the branches build_on_push deployments follow, compares them with the heads it saw last
  * (stored, so a restart misses nothing and reports nothing twice), and on a change does what a
  * push does, with the changed paths from `git diff --name-only old new`. Every process runs one;

@@ -95,7 +95,7 @@ export async function integrationRoutes(app: App): Promise<void> {
         tags,
         summary: "Add a code-host integration (a local git directory or a GitHub App installation)",
         description:
-          'The answer carries `webhook_secret`, the push webhook\'s secret, this once (README "Build on push").',
+          'The answer carries `webhook_secret`, the push webhook\'s secret, this once (docs/codehost.md, "Build on push").',
         body: CreateIntegrationBody,
         response: { 201: IntegrationWithSecret, 409: errorResponse("Already integrated."), ...UPSTREAM },
       },

@@ -14,7 +14,7 @@ export const Integration = Type.Object({
   has_webhook_secret: Type.Optional(
     Type.Boolean({
       description:
-        'Whether push webhooks can be verified (README "Build on push"); false for integrations made before them until the secret is rotated.',
+        'Whether push webhooks can be verified (docs/codehost.md, "Build on push"); false for integrations made before them until the secret is rotated.',
     }),
   ),
 });

@@ -9,7 +9,7 @@ import { webhookSecretContext } from "./service.ts";
 import { forgetDelivery, recordDelivery } from "./store.ts";
 
 /**
- * A code-host webhook delivery in GitHub's wire format (README "Build on push"). The signature
+ * A code-host webhook delivery in GitHub's wire format (docs/codehost.md, "Build on push"). The signature
  * (`X-Hub-Signature-256`, HMAC-SHA256 of the raw body with the integration's secret) is checked
  * with @octokit/webhooks-methods, in constant time, before the body is parsed; anything unsigned or
  * mis-signed is 401 and changes nothing. Then a delivery id seen before does nothing, a ping and

@@ -1,9 +1,9 @@
 import type { Config } from "../../config.ts";
+import { peekDeployment } from "../../core/deployments/read-store.ts";
 import { badRequest, conflict, notFound, unauthorized } from "../../core/errors.ts";
 import type { RegistryAccess, RegistryAction } from "../../crypto/registry-token.ts";
 import type { Reader } from "../../db/client.ts";
 import { imageRepository, repositoryPath } from "../../runtimes/remote/image-ref.ts";
-import { peekDeployment } from "../../core/deployments/read-store.ts";
 import { deploymentPushToken, TOKEN_USERNAME } from "./login.ts";
 import type { PushToken, RegistryBearer } from "./schema.ts";
 
@@ -28,7 +28,7 @@ function registryOf(registry: PushTokenConfig): string {
 /**
  * Credentials for pushing a deployment's images to SLIPWAY_REGISTRY_URL. With registry token auth
  * (SLIPWAY_REGISTRY_TOKEN_*) a token for this deployment's repository alone that expires; without
- * it the registry checks its own credential, so the configured one is handed out (README says so).
+ * it the registry checks its own credential, so the configured one is handed out (docs/registry.md says so).
  */
 export async function issuePushToken(
   exec: Reader,

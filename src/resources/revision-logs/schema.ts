@@ -40,7 +40,7 @@ const LevelName = Type.Unsafe<string>({
   type: "string",
   enum: [...LOG_LEVELS, ...LOG_LEVELS.map((l) => l.toLowerCase())],
   description:
-    "Only lines of this level (exactly; either case). How a line's level is derived: README, Logs.",
+    "Only lines of this level (exactly; either case). How a line's level is derived: docs/deployments.md, Logs.",
 });
 
 /** The body of the hosted service's log searches (`POST /v1/projects/…/deploy_logs`, `…/build_logs`). */

@@ -22,7 +22,7 @@ export interface LocalRuntimeOptions {
   healthTimeoutMs: number;
   /** Upper bound of an app config's `healthcheck_timeout_s` (default 300 s). */
   healthTimeoutMaxMs?: number;
-  /** Autoscaling and scale to zero of API processes (README "Scaling"). */
+  /** Autoscaling and scale to zero of API processes (docs/local-runtime.md, "Scaling"). */
   scaling?: ScalingOptions;
   logger: RuntimeLogger;
   /** SIGTERM → SIGKILL grace when stopping processes (default 5 s). */
@@ -39,7 +39,7 @@ export interface LocalRuntimeOptions {
   containerEngine?: EngineChoice;
   /** Network of image revisions (default bridge, the app's port published on loopback). */
   containerNetwork?: ContainerNetwork;
-  /** SLIPWAY_SANDBOX: how build commands and app processes are confined (README "Sandbox"). */
+  /** SLIPWAY_SANDBOX: how build commands and app processes are confined (docs/sandbox.md). */
   sandbox: SandboxMode;
   /** SLIPWAY_REDIS_SERVER: the `redis-server` deployments' own Redis runs (default /usr/bin/redis-server). */
   redisServer?: string;

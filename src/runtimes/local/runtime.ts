@@ -108,7 +108,7 @@ export class LocalRuntime implements Runtime {
       if (system === undefined) {
         this.o.logger.warn(
           { sandbox: this.o.sandbox, reason },
-          "no sandbox: apps run unsandboxed, as Slipway's own user; only the first organization may deploy (README: Sandbox)",
+          "no sandbox: apps run unsandboxed, as Slipway's own user; only the first organization may deploy (docs/sandbox.md)",
         );
       }
       for (const p of probes) {

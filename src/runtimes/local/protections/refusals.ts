@@ -7,12 +7,12 @@ import type { ProtectionProbe } from "./probes.ts";
 export const NO_SANDBOX_REFUSAL =
   "this machine runs apps without a sandbox, so only the install's first organization may deploy; " +
   "the operator must install bubblewrap (Debian: apt-get install bubblewrap) and start Slipway " +
-  "with SLIPWAY_SANDBOX=auto or bwrap (README: Sandbox)";
+  "with SLIPWAY_SANDBOX=auto or bwrap (docs/sandbox.md)";
 
 /** In every build and deploy log of the first organization's apps when there is no sandbox. */
 export const UNSANDBOXED_WARNING =
   "slipway: warning: no sandbox is in use on this machine; this app runs unsandboxed, as Slipway's " +
-  "own user and with access to its files (README: Sandbox)";
+  "own user and with access to its files (docs/sandbox.md)";
 
 const names = (off: readonly ProtectionProbe[]) => off.map((p) => p.protection).join(", ");
 

@@ -12,7 +12,7 @@ import { releasePort, takePort } from "../processes/ports.ts";
 import { redisCommands } from "./resp.ts";
 
 /**
- * A deployment's own Redis (README "Redis per deployment"): one `redis-server` process in the
+ * A deployment's own Redis (docs/local-runtime.md, "Redis per deployment"): one `redis-server` process in the
  * deployment's sandbox, as its uid, its data in the deployment's directory, on a loopback port with
  * a password. Its configuration goes in on stdin (`redis-server -`), so the password is on no argv
  * and in no file. It is started before the app's processes, kept across revisions, restarted with

@@ -6,7 +6,7 @@ import { dirname, join } from "node:path";
 import type { SandboxMode } from "../../../config.ts";
 
 /**
- * Every build command and app process runs in a bubblewrap sandbox (README "Sandbox"): its own
+ * Every build command and app process runs in a bubblewrap sandbox (docs/sandbox.md): its own
  * mount, PID, IPC and UTS namespaces; the system read-only; its revision at /app and its
  * deployment's HOME at /home/app; nothing else of the host. Its network namespace is the deployment's
  * own (network/, joined by nsenter before bwrap starts), with a seccomp filter and a pids limit.
