@@ -1,5 +1,5 @@
 // The listener's only connection: outbound HTTP to the control plane (long-polled desired state,
-// status reports). See README "Running on Kubernetes" for the protocol.
+// status reports). See docs/kubernetes.md for the protocol.
 import type { DesiredState, RevisionReport } from "../protocol/listener.ts";
 
 export class ControlPlaneError extends Error {

@@ -1,5 +1,5 @@
 // The listener protocol, declared once: what `GET /v2/listeners/{id}/desired` answers and what
-// `POST /v2/listeners/{id}/status` takes (README "Running on Kubernetes"). The server validates
+// `POST /v2/listeners/{id}/status` takes (docs/kubernetes.md). The server validates
 // and documents with these schemas; the listener reads and sends their types.
 import { type Static, Type } from "@sinclair/typebox";
 import { StringEnum, Uuid } from "../core/shapes.ts";

@@ -3,10 +3,10 @@ import { recordImageRef, remoteState } from "../core/revisions/listener-store.ts
 import { LISTENER_CHANNEL, REPORT_CHANNEL } from "../db/channels.ts";
 import type { Database } from "../db/client.ts";
 import { ChannelWaiters } from "../db/waiters.ts";
-import { hostOf } from "../protocol/listener.ts";
+import { hostOf, REVISION_STATES } from "../protocol/listener.ts";
 import type { RemoteBridge, RemoteReport } from "../runtimes/remote/runtime.ts";
 
-const STATES: ReadonlySet<string> = new Set(["applied", "progressing", "available", "failed"]);
+const STATES: ReadonlySet<string> = new Set(REVISION_STATES);
 
 /**
  * The database side of the `remote` runtime: announcing desired-state changes to listeners' long

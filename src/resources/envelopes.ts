@@ -1,11 +1,11 @@
+import { deploymentEnvelopes } from "../core/deployments/runtime-store.ts";
+import { revisionEnvelopes } from "../core/revisions/secrets-store.ts";
 import type { EnvelopeColumn } from "../crypto/rotate.ts";
 import type { Executor } from "../db/client.ts";
-import { deploymentEnvelopes } from "../core/deployments/runtime-store.ts";
 import { integrationEnvelopes } from "./integrations/store.ts";
 import { flowEnvelopes } from "./oauth-flows/store.ts";
 import { providerEnvelopes } from "./oauth-providers/store.ts";
 import { tokenEnvelopes } from "./oauth-tokens/store.ts";
-import { revisionEnvelopes } from "../core/revisions/secrets-store.ts";
 import { webhookEnvelopes } from "./webhooks/store.ts";
 
 /**

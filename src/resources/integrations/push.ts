@@ -5,10 +5,10 @@ import { findRepository, type HostRepository, normalizeRepoUrl } from "../../cod
 import { touchesWatchPaths, watchPathsOf } from "../../codehost/watch-paths.ts";
 import { withAuditScope } from "../../core/audit/scope.ts";
 import { type AuditScope, completeAuditRecord } from "../../core/audit/store.ts";
+import { lockDeployment } from "../../core/deployments/read-store.ts";
+import { insertRevision, readRevisionContent } from "../../core/deployments/revision-writer.ts";
 import type { Keyring } from "../../crypto/envelope.ts";
 import type { Database, Reader, Transaction } from "../../db/client.ts";
-import { insertRevision, readRevisionContent } from "../../core/deployments/revision-writer.ts";
-import { lockDeployment } from "../../core/deployments/read-store.ts";
 import type { PushOutcome } from "./schema.ts";
 import { type PushTarget, pushTargets } from "./store.ts";
 

@@ -22,7 +22,7 @@ const admin = { auth: { role: "admin" as const } };
 const listenerOnly = { auth: { listener: true } };
 const error = (description: string) => ({ ...ErrorBody, description });
 
-/** Listeners (admin writes) and the two routes a listener's own key calls (README "Running on Kubernetes"). */
+/** Listeners (admin writes) and the two routes a listener's own key calls (docs/kubernetes.md). */
 export async function listenerRoutes(app: App): Promise<void> {
   const { db, keyring, config } = app.deps;
   const settings = { timeoutS: config.listeners.timeoutS };

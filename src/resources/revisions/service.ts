@@ -1,16 +1,16 @@
 import { inAuditedTransaction } from "../../core/audit/scope.ts";
 import type { WorkspaceCaller } from "../../core/callers.ts";
+import { deploymentExists, lockDeployment } from "../../core/deployments/read-store.ts";
+import { insertRevision, readRevisionContent } from "../../core/deployments/revision-writer.ts";
 import { badRequest, notFound } from "../../core/errors.ts";
+import { findRevisionRecord, lockRevisionStatus, revisionPage } from "../../core/revisions/read-store.ts";
 import { isTerminal, REVISION_STATUSES } from "../../core/revisions/states.ts";
+import { writeRevisionStatus } from "../../core/revisions/status-store.ts";
 import type { Keyring } from "../../crypto/envelope.ts";
 import { WORK_CHANNEL } from "../../db/channels.ts";
 import type { Database, Reader } from "../../db/client.ts";
 import { commaList } from "../deployments/list.ts";
-import { insertRevision, readRevisionContent } from "../../core/deployments/revision-writer.ts";
-import { deploymentExists, lockDeployment } from "../../core/deployments/read-store.ts";
 import type { ListRevisionsQuery } from "./schema.ts";
-import { writeRevisionStatus } from "../../core/revisions/status-store.ts";
-import { findRevisionRecord, lockRevisionStatus, revisionPage } from "../../core/revisions/read-store.ts";
 
 /** Newest first (by sequence number), optionally only some statuses. */
 export async function listRevisions(

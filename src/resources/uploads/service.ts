@@ -1,5 +1,6 @@
 import { createHash, randomBytes, randomUUID, timingSafeEqual } from "node:crypto";
 import type { Config } from "../../config.ts";
+import { peekDeployment } from "../../core/deployments/read-store.ts";
 import {
   badRequest,
   conflict,
@@ -13,7 +14,6 @@ import {
 import { iso } from "../../core/shapes.ts";
 import type { Executor } from "../../db/client.ts";
 import { isForeignKeyViolation } from "../../db/errors.ts";
-import { peekDeployment } from "../../core/deployments/read-store.ts";
 import type { UploadReceipt, UploadUrl } from "./schema.ts";
 import {
   completeUpload,

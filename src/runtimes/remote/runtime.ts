@@ -1,3 +1,4 @@
+import type { RevisionState } from "../../protocol/listener.ts";
 import {
   type Activation,
   DeployError,
@@ -20,7 +21,7 @@ import { splitImageRef } from "./image-ref.ts";
 
 /** A listener's last report on a revision (POST /v2/listeners/{id}/status). */
 export interface RemoteReport {
-  state: "applied" | "progressing" | "available" | "failed";
+  state: RevisionState;
   reason: string | null;
 }
 
