@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
 import { rmSync } from "node:fs";
 import { describe, it } from "node:test";
-import { ConfigError } from "../src/config.ts";
 import { loadConfig } from "../src/config/load.ts";
+import { ConfigError } from "../src/config.ts";
 import { makeTokenKeys, tokenEnv } from "./helpers/registry-token-keys.ts";
 
 describe("config", () => {

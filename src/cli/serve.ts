@@ -1,8 +1,9 @@
 // The server side of the `slipway` command: serve, migrate, keys rotate and listener. The one
 // module of the clients' folders (cli, console, sdk) that reaches server code (test/layers.test.ts);
 // each command loads its modules only when it runs, so client commands start quickly.
-import { ConfigError } from "../config.ts";
+
 import { loadConfig } from "../config/load.ts";
+import { ConfigError } from "../config.ts";
 import { wantsHelp } from "./args.ts";
 
 /** What main.ts reports as a configuration error (thrown by loadConfig and the commands here). */

@@ -267,7 +267,10 @@ describe("SQL ownership", () => {
     assert.ok(declaring.length >= 5, `only ${declaring.join(", ")} declare envelope columns`);
     for (const file of declaring) {
       const owns = Object.values(OWNERS).some((owners) => owners.includes(file));
-      assert.ok(owns && /(^|\/|-)store\.ts$/.test(file), `${file} declares envelope columns but owns no table`);
+      assert.ok(
+        owns && /(^|\/|-)store\.ts$/.test(file),
+        `${file} declares envelope columns but owns no table`,
+      );
     }
   });
 });

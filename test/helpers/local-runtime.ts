@@ -4,8 +4,8 @@ import { Agent, request } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import type { PhaseContext, RevisionSpec, SourceLocation } from "../../src/runtimes/interface.ts";
 import type { LogStream } from "../../src/core/revision-logs/store.ts";
+import type { PhaseContext, RevisionSpec, SourceLocation } from "../../src/runtimes/interface.ts";
 import { LocalRuntime, type LocalRuntimeOptions } from "../../src/runtimes/local/runtime.ts";
 
 export const DOMAIN = "apps.test";

@@ -2,8 +2,8 @@ import assert from "node:assert/strict";
 import type { AddressInfo } from "node:net";
 import { connect, type Socket } from "node:net";
 import { describe, it } from "node:test";
-import { ConfigError } from "../../src/config.ts";
 import { loadConfig } from "../../src/config/load.ts";
+import { ConfigError } from "../../src/config.ts";
 import { forEachDatabase, type SuiteHandle } from "../helpers/harness.ts";
 
 /** Item 16: slow clients are closed. A real listening server and raw sockets that dribble. */

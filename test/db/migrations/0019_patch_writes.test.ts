@@ -3,8 +3,8 @@ import { randomUUID } from "node:crypto";
 import { after, before, describe, it } from "node:test";
 import { sql } from "drizzle-orm";
 import { PgDialect } from "drizzle-orm/pg-core";
-import { type Database, rows } from "../../../src/db/client.ts";
 import { revisionStatusStatement } from "../../../src/core/revisions/status-store.ts";
+import { type Database, rows } from "../../../src/db/client.ts";
 import { createTestDatabase, DB_KINDS, type TestDatabase } from "../../helpers/databases.ts";
 
 /**

@@ -4,9 +4,9 @@ import { it } from "node:test";
 import { sql } from "drizzle-orm";
 import pg from "pg";
 import type { WriteTarget } from "../../../src/core/deployments/write-store.ts";
+import { secretContextId, secretRows } from "../../../src/core/revisions/secrets-store.ts";
 import { encryptionContext } from "../../../src/crypto/envelope.ts";
 import { type Database, rows } from "../../../src/db/client.ts";
-import { secretContextId, secretRows } from "../../../src/core/revisions/secrets-store.ts";
 import {
   assertMatches,
   call,

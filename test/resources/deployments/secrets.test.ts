@@ -1,9 +1,9 @@
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import { describe, it } from "node:test";
-import { encryptionContext, Keyring } from "../../../src/crypto/envelope.ts";
 import { nextSecrets, sealSecrets, unchangedRows } from "../../../src/core/deployments/secrets.ts";
 import { type StoredSecret, secretContextId } from "../../../src/core/revisions/secrets-store.ts";
+import { encryptionContext, Keyring } from "../../../src/crypto/envelope.ts";
 
 const DEPLOYMENT = "6f1c2f4e-0000-4000-8000-000000000001";
 const open = (keyring: Keyring, s: { name: string; value_enc: string }) =>

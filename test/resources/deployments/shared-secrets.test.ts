@@ -1,9 +1,9 @@
 import assert from "node:assert/strict";
 import { it } from "node:test";
 import { sql } from "drizzle-orm";
-import { rows } from "../../../src/db/client.ts";
 import { readRevisionSecrets } from "../../../src/core/deployments/secrets.ts";
 import { secretRows } from "../../../src/core/revisions/secrets-store.ts";
+import { rows } from "../../../src/db/client.ts";
 import { call, createDocker, type Deployment } from "../../helpers/deployments.ts";
 import { forEachDatabase, type TestContext } from "../../helpers/harness.ts";
 

@@ -1,9 +1,9 @@
 import assert from "node:assert/strict";
 import { before, it } from "node:test";
 import { sql } from "drizzle-orm";
+import { secretContextId, secretRows } from "../../../src/core/revisions/secrets-store.ts";
 import { encryptionContext } from "../../../src/crypto/envelope.ts";
 import { rows } from "../../../src/db/client.ts";
-import { secretContextId, secretRows } from "../../../src/core/revisions/secrets-store.ts";
 import { authMatrix } from "../../helpers/auth-matrix.ts";
 import {
   assertMatches,
