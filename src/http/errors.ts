@@ -46,6 +46,9 @@ const STATUS: Record<Refusal, number> = {
   unavailable: 503,
 };
 
+/** The status code of a kind of refusal. */
+export const statusOf = (kind: Refusal): number => STATUS[kind];
+
 /** The status a domain error maps to; undefined for anything that is not one (a fault: 500). */
 export function domainStatus(err: unknown): number | undefined {
   return err instanceof DomainError ? STATUS[err.kind] : undefined;

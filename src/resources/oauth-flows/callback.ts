@@ -1,3 +1,4 @@
+import type { Refusal } from "../../core/errors.ts";
 import { FLOW_CHANNEL } from "../../db/channels.ts";
 import type { Database } from "../../db/client.ts";
 import { exchangeCode, OAuthCallFailed } from "../../oauth/client.ts";
@@ -10,7 +11,8 @@ import { hashState, verifierContext } from "./authenticate.ts";
 import { consumeFlow, type FlowRow, finishFlow } from "./store.ts";
 
 export interface CallbackOutcome {
-  status: number;
+  /** Why it failed (a domain refusal the HTTP layer turns into a status), or null when it did not. */
+  refusal: Refusal | null;
   ok: boolean;
   title: string;
   message: string;
@@ -39,7 +41,7 @@ export async function handleCallback(
   const state = params.get("state");
   if (state === null || state === "") {
     return {
-      status: 400,
+      refusal: "bad_request",
       ok: false,
       title: "Sign-in failed",
       message: `The request has no state. ${START_AGAIN}`,
@@ -49,7 +51,7 @@ export async function handleCallback(
   const flow = await consumeFlow(orm, hashState(state), tenant);
   if (!flow) {
     return {
-      status: 400,
+      refusal: "bad_request",
       ok: false,
       title: "Sign-in failed",
       message: `This sign-in link is not valid or was already used. ${START_AGAIN}`,
@@ -57,11 +59,11 @@ export async function handleCallback(
     };
   }
 
-  const finish = async (status: number, reason: string): Promise<CallbackOutcome> => {
+  const finish = async (refusal: Refusal, reason: string): Promise<CallbackOutcome> => {
     await finishFlow(orm, flow.id, { status: "failed", failureReason: reason });
     await db.notify(FLOW_CHANNEL, flow.id);
     return {
-      status,
+      refusal,
       ok: false,
       title: "Sign-in failed",
       message: `${reason} ${START_AGAIN}`,
@@ -71,20 +73,20 @@ export async function handleCallback(
 
   const provider = await providerById(orm, flow.providerRef);
   if (!provider || provider.providerId !== slug) {
-    return finish(400, "The sign-in came back for another provider than it was started for.");
+    return finish("bad_request", "The sign-in came back for another provider than it was started for.");
   }
   if (flow.expiresAt.getTime() <= Date.now()) {
-    return finish(400, "The sign-in took too long and expired.");
+    return finish("bad_request", "The sign-in took too long and expired.");
   }
   const error = params.get("error");
   if (error !== null) {
     const description = params.get("error_description");
     return finish(
-      400,
+      "bad_request",
       `The provider refused the authorization: ${clip(error, 100)}${description ? ` (${clip(description, 300)})` : ""}.`,
     );
   }
-  if (!params.get("code")) return finish(400, "The provider sent no authorization code.");
+  if (!params.get("code")) return finish("bad_request", "The provider sent no authorization code.");
 
   return exchange(db, env, flow, provider, params, state, finish);
 }
@@ -96,7 +98,7 @@ async function exchange(
   provider: ProviderRow,
   params: URLSearchParams,
   state: string,
-  finish: (status: number, reason: string) => Promise<CallbackOutcome>,
+  finish: (refusal: Refusal, reason: string) => Promise<CallbackOutcome>,
 ): Promise<CallbackOutcome> {
   const verifier =
     flow.codeVerifierEnc === null
@@ -111,7 +113,7 @@ async function exchange(
     });
   } catch (err) {
     return finish(
-      502,
+      "bad_gateway",
       err instanceof OAuthCallFailed ? err.message : "Exchanging the code for tokens failed.",
     );
   }
@@ -136,7 +138,7 @@ async function exchange(
   });
   await db.notify(FLOW_CHANNEL, flow.id);
   return {
-    status: 200,
+    refusal: null,
     ok: true,
     title: "Authorization complete",
     message: "You can close this window and return to the application.",

@@ -1,6 +1,7 @@
 import type { FastifyReply, FastifyRequest } from "fastify";
+import { DomainError } from "../../core/errors.ts";
 import { principalOf } from "../../http/auth.ts";
-import { errorResponse, HttpError } from "../../http/errors.ts";
+import { errorResponse, statusOf } from "../../http/errors.ts";
 import type { App } from "../../http/types.ts";
 import { McpDiscoverBody, OAuthProvider, ProviderParams } from "../oauth-providers/schema.ts";
 import { flowEnvOf } from "../oauth-tokens/env.ts";
@@ -38,7 +39,7 @@ const HTML_PAGE = {
 function logFailure(request: FastifyRequest, outcome: CallbackOutcome): void {
   if (!outcome.ok) {
     request.log.warn(
-      { auth_id: outcome.flowId, status: outcome.status },
+      { auth_id: outcome.flowId, refusal: outcome.refusal },
       `oauth callback: ${outcome.message}`,
     );
   }
@@ -46,7 +47,7 @@ function logFailure(request: FastifyRequest, outcome: CallbackOutcome): void {
 
 function sendPage(reply: FastifyReply, outcome: CallbackOutcome): FastifyReply {
   return reply
-    .code(outcome.status)
+    .code(outcome.refusal === null ? 200 : statusOf(outcome.refusal))
     .headers(PAGE_HEADERS)
     .send(callbackPage(outcome.ok, outcome.title, outcome.message));
 }
@@ -128,7 +129,9 @@ export async function oauthFlowRoutes(app: App): Promise<void> {
       const tenant = tenantOfPrincipal(principalOf(request));
       const outcome = await handleCallback(db, env, request.params.provider_id, params, tenant);
       logFailure(request, outcome);
-      if (!outcome.ok || outcome.flowId === null) throw new HttpError(outcome.status, outcome.message);
+      if (!outcome.ok || outcome.flowId === null) {
+        throw new DomainError(outcome.refusal ?? "bad_request", outcome.message);
+      }
       return { status: "completed" as const, auth_id: outcome.flowId };
     },
   );

@@ -25,7 +25,7 @@ export async function setupLanding(
   }
   const updated = q.setup_action === "update";
   return {
-    status: 200,
+    refusal: null,
     ok: true,
     title: updated ? "Installation updated" : "Setup received",
     message: "Nothing more is needed here. You can close this window and return to the application.",
