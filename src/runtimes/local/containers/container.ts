@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
-import { availableParallelism } from "node:os";
+import { availableParallelism, tmpdir } from "node:os";
 import { join } from "node:path";
 import { type Engine, execEngine } from "../../engine/engine.ts";
 import {
@@ -160,19 +160,34 @@ export interface SpawnCommand {
   env: Record<string, string>;
 }
 
+/** Seconds a container create may take before it is killed and tried once more. */
+const CREATE_TIMEOUT_S = 60;
+/** Machine-wide: every Slipway (and every test server) on the machine shares the engine's storage. */
+const CREATE_LOCK = join(tmpdir(), "slipway-container-create.lock");
+
 /**
  * Makes sure the deployment's network and firewall are up (bridge), removes the env file whatever
  * `create` did, then runs the container attached, so the CLI's exit is the container's. A `create`
  * that lost its network to the removal beside the previous container's stop is tried once more.
  * The file's path, the container's name and the firewall rules are the only data on any argv.
+ *
+ * Creates run one at a time on the machine (an flock on CREATE_LOCK) and are killed after
+ * CREATE_TIMEOUT_S, then tried once more: podman 4.3 (Debian bookworm) can deadlock for good when
+ * two `create --userns=auto` run at once (containers/storage reloads layers.json while holding its
+ * lock, podman issue 16062), and a killed process releases its file locks.
  */
 const CREATE_THEN_START = `f=$1; n=$2; engine=$3; net=$4; net_opts=$5; iface_format=$6; rules=$7
-owner_label=$8; deployment_label=$9; shift 9
+owner_label=$8; deployment_label=$9; lock=\${10}; shift 10
 ${NETWORK_UP}
+create() { flock "$lock" timeout -s KILL ${CREATE_TIMEOUT_S} "$@" >/dev/null; }
 if [ -n "$net" ] && ! net_up; then rm -f -- "$f"; exit 1; fi
-"$@" >/dev/null; rc=$?
-if [ "$rc" -ne 0 ] && [ -n "$net" ] && ! "$engine" network inspect "$net" >/dev/null 2>&1; then
-  net_up && { "$@" >/dev/null; rc=$?; }
+create "$@"; rc=$?
+if [ "$rc" -eq 137 ]; then
+  echo "slipway: $engine create did not finish in ${CREATE_TIMEOUT_S} s: trying once more" >&2
+  "$engine" rm --force -- "$n" >/dev/null 2>&1
+  create "$@"; rc=$?
+elif [ "$rc" -ne 0 ] && [ -n "$net" ] && ! "$engine" network inspect "$net" >/dev/null 2>&1; then
+  net_up && { create "$@"; rc=$?; }
 fi
 rm -f -- "$f"
 [ "$rc" -eq 0 ] || exit "$rc"
@@ -239,6 +254,7 @@ export function containerCommand(
     rules,
     `${OWNER_LABEL}=${launch.owner}`,
     `${DEPLOYMENT_LABEL}=${launch.deploymentId}`,
+    CREATE_LOCK,
   ];
   return {
     file: "sh",
