@@ -53,7 +53,7 @@ export function packageScript(pkg: Record<string, unknown> | undefined, name: st
   return typeof script === "string" && script.trim() !== "" ? script : undefined;
 }
 
-function fail(log: (line: string) => void, message: string): never {
+export function fail(log: (line: string) => void, message: string): never {
   log(`error: ${message}`);
   throw new BuildError(message);
 }
@@ -92,8 +92,10 @@ async function readConfigFile(
   return parsed;
 }
 
+/** The app config file as read: what it says, checked; the build plan (plan/plan.ts) fills the rest. */
 export interface AppConfig {
-  start: string;
+  /** The API process's command, when the file names one. */
+  start?: string;
   worker?: string;
   healthcheck: string;
   healthTimeoutS?: number;
@@ -103,10 +105,10 @@ export interface AppConfig {
 }
 
 /**
- * The app config: `{"start", "worker", "healthcheck", "healthcheck_timeout_s", "env", "redis"}` from `configPath` (when given) with defaults
- * from package.json. Anything missing or malformed is a BuildError after a log line saying why.
+ * The app config: `{"start", "worker", "healthcheck", "healthcheck_timeout_s", "env", "redis"}` from
+ * `configPath` (when given). Anything malformed is a BuildError after a log line saying why.
  */
-export async function resolveAppConfig(
+export async function readAppConfig(
   appDir: string,
   configPath: string | undefined,
   log: (line: string) => void,
@@ -114,16 +116,12 @@ export async function resolveAppConfig(
   const file = configPath ? await readConfigFile(appDir, configPath, log) : {};
   const where = configPath ? `app config "${configPath}"` : "app config";
 
-  let start: string;
+  let start: string | undefined;
   if (file.start !== undefined) {
     if (typeof file.start !== "string" || file.start.trim() === "") {
       fail(log, `${where}: "start" must be a non-empty string`);
     }
     start = file.start;
-  } else if (packageScript(await readPackageJson(appDir), "start") !== undefined) {
-    start = "npm start";
-  } else {
-    fail(log, `${where} has no "start" command and package.json has no "start" script`);
   }
 
   let worker: string | undefined;
@@ -164,7 +162,7 @@ export async function resolveAppConfig(
     fail(log, `${where}: "redis" must be true or false`);
   }
   return {
-    start,
+    ...(start === undefined ? {} : { start }),
     ...(worker === undefined ? {} : { worker }),
     healthcheck,
     ...(healthTimeoutS === undefined ? {} : { healthTimeoutS }),

@@ -1,13 +1,9 @@
 import { mkdir, rm, stat } from "node:fs/promises";
-import {
-  type BuildRecord,
-  readBuildRecord,
-  resolveAppConfig,
-  writeBuildRecord,
-} from "../build/app-config.ts";
+import { type BuildRecord, readBuildRecord, writeBuildRecord } from "../build/app-config.ts";
 import { withDiskLimit } from "../build/disk-limit.ts";
 import { fetchImage, imagePresent, imageRecord } from "../build/image-source.ts";
 import { buildDiskExceeded, type LocalLimits } from "../build/limits.ts";
+import { planBuild } from "../build/plan/plan.ts";
 import { fetchSource } from "../build/source.ts";
 import { runBuild } from "../build/steps.ts";
 import type { EngineFinder } from "../engine/finder.ts";
@@ -90,8 +86,14 @@ export async function buildRevision(h: PhaseHandles, spec: RevisionSpec, ctx: Ph
       record = await imageRecord(h.containers, spec.source.imageUri, log);
     } else {
       await stat(appDir);
-      // The config is checked first: a bad one fails in a second, not after a long install.
-      const config = await resolveAppConfig(appDir, spec.frameworkConfigPath, log);
+      // Planned first: a bad config or a source with nothing to start fails in a second, not after a long install.
+      const plan = await planBuild({
+        appDir,
+        configPath: spec.frameworkConfigPath,
+        installCommand: spec.installCommand,
+        buildCommand: spec.buildCommand,
+        log,
+      });
       const confined = await h.confiner.confine(spec.deploymentId, appDir, true);
       if (!confined.sandboxed) log(UNSANDBOXED_WARNING);
       const limitBytes = h.limits.buildDiskBytes;
@@ -99,15 +101,23 @@ export async function buildRevision(h: PhaseHandles, spec: RevisionSpec, ctx: Ph
       await withDiskLimit({ dir: revisionDir, limitBytes, signal: ctx.signal, exceeded, log }, (signal) =>
         runBuild({
           appDir,
-          installCommand: spec.installCommand,
-          buildCommand: spec.buildCommand,
-          env: confined.env,
+          steps: plan.steps,
+          env: { ...confined.env, ...plan.toolchainEnv },
           wrap: confined.wrap,
           signal,
           log,
         }),
       );
-      record = { version: 1, kind: "process", ...config };
+      record = {
+        version: 1,
+        kind: "process",
+        start: plan.start,
+        ...(plan.worker === undefined ? {} : { worker: plan.worker }),
+        healthcheck: plan.healthcheck,
+        ...(plan.healthTimeoutS === undefined ? {} : { healthTimeoutS: plan.healthTimeoutS }),
+        env: { ...plan.toolchainEnv, ...plan.env },
+        ...(plan.redis ? { redis: true } : {}),
+      };
     }
     if (ctx.signal.aborted) throw abortError(ctx.signal);
     await writeBuildRecord(h.layout.buildRecord(spec.deploymentId, spec.revisionId), record);

@@ -1,9 +1,8 @@
 import { mkdir, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { resolveAppConfig } from "../build/app-config.ts";
 import type { LocalLimits } from "../build/limits.ts";
+import { planBuild } from "../build/plan/plan.ts";
 import { fetchSource } from "../build/source.ts";
-import { buildSteps } from "../build/steps.ts";
 import type { Engine } from "../engine/engine.ts";
 import { EngineFinder } from "../engine/finder.ts";
 import { BuildError, type PhaseContext, type PreparedSource, type RevisionSpec } from "../interface.ts";
@@ -92,16 +91,21 @@ export class PodmanImageBuilder implements ImageBuilder {
     });
     const auth = credentials ? ["--authfile", authFile] : [];
     try {
-      const app = await resolveAppConfig(appDir, spec.frameworkConfigPath, log);
-      const steps = await buildSteps(appDir, spec.installCommand, spec.buildCommand);
+      const plan = await planBuild({
+        appDir,
+        configPath: spec.frameworkConfigPath,
+        installCommand: spec.installCommand,
+        buildCommand: spec.buildCommand,
+        log,
+      });
       const file = join(dir, "Containerfile");
       await writeFile(
         file,
         containerfile({
           baseImage: this.o.baseImage,
-          steps,
-          start: app.start,
-          env: app.env,
+          steps: plan.steps,
+          start: plan.start,
+          env: { ...plan.toolchainEnv, ...plan.env },
           port: this.o.port,
           revisionId: spec.revisionId,
         }),
@@ -120,7 +124,7 @@ export class PodmanImageBuilder implements ImageBuilder {
         dir,
       ]);
       await this.podman(engine, ctx, "push", ["push", ...this.tls(), ...auth, ref]);
-      return { ref, healthPath: app.healthcheck };
+      return { ref, healthPath: plan.healthcheck };
     } finally {
       // The registry holds the image now (or the build failed): nothing here is needed again.
       await run(engine.name, ["rmi", "--force", ref], {

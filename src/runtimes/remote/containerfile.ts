@@ -1,10 +1,11 @@
+import type { BuildStep } from "../build/plan/types.ts";
 import { BuildError } from "../interface.ts";
 
 /** What the generated Containerfile is made of (resolved from the source and its app config). */
 export interface ContainerfileInput {
   baseImage: string;
   /** Install and build commands, in order (none when the source needs none). */
-  steps: { label: string; command: string }[];
+  steps: BuildStep[];
   start: string;
   /** The app config's `env`: baked into the image (secrets are not: the listener gives them). */
   env: Record<string, string>;

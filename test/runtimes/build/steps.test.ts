@@ -2,6 +2,8 @@ import assert from "node:assert/strict";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
+import { detectNode } from "../../../src/runtimes/build/plan/node.ts";
+import { withGivenCommands } from "../../../src/runtimes/build/plan/plan.ts";
 import { BuildError } from "../../../src/runtimes/interface.ts";
 import {
   alive,
@@ -13,6 +15,12 @@ import {
   waitFor,
   writeApp,
 } from "../../helpers/local-runtime.ts";
+
+/** The steps a Node source's plan runs: what detection found, with the deployment's commands in their place. */
+async function buildSteps(appDir: string, install: string | undefined, build: string | undefined) {
+  const found = await detectNode({ appDir, config: { healthcheck: "/", env: {} }, log: () => {} });
+  return withGivenCommands(found?.steps ?? [], install, build);
+}
 
 describe("local runtime: build", () => {
   after(cleanupTemp);
@@ -79,7 +87,6 @@ describe("local runtime: build", () => {
   });
 
   it("picks npm ci when a lockfile exists, and no step when there is no package.json", async () => {
-    const { buildSteps } = await import("../../../src/runtimes/build/steps.ts");
     const withDeps = JSON.stringify({ dependencies: { "left-pad": "1.3.0" } });
     const withLock = writeApp(tempDir(), { extra: { "package.json": withDeps, "package-lock.json": "{}" } });
     assert.deepEqual(await buildSteps(withLock, undefined, undefined), [
@@ -92,7 +99,6 @@ describe("local runtime: build", () => {
   });
 
   it("skips the install when package.json declares no dependencies and no install scripts", async () => {
-    const { buildSteps } = await import("../../../src/runtimes/build/steps.ts");
     const steps = (pkg: unknown, extra: Record<string, string> = {}) =>
       buildSteps(
         writeApp(tempDir(), { extra: { "package.json": JSON.stringify(pkg), ...extra } }),
@@ -137,7 +143,7 @@ describe("local runtime: build", () => {
     await rt.prepare(s, ctx);
     await rt.build(s, ctx);
     assert.ok(!ctx.text("build").includes("$ npm"), ctx.text("build"));
-    assert.match(ctx.text("build"), /No install step: package\.json declares no dependencies/);
+    assert.match(ctx.text("build"), /No npm install: package\.json declares no dependencies/);
     assert.equal(await rt.isBuilt(s), true);
   });
 

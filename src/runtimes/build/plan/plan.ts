@@ -1,0 +1,104 @@
+import { fail, readAppConfig } from "../app-config.ts";
+import type { Detector, LanguageDetection } from "./detection.ts";
+import { detectNode } from "./node.ts";
+import { readProcfile } from "./procfile.ts";
+import type { BuildStep, ProcessPlan } from "./types.ts";
+
+/** What a build is planned from: the source, and what its deployment and revision say. */
+export interface PlanInput {
+  appDir: string;
+  /** The revision's app config (`framework_config_path`), relative to the source. */
+  configPath?: string;
+  /** `source_config.install_command` / `build_command`: they replace the detected ones. */
+  installCommand?: string;
+  buildCommand?: string;
+  log: (line: string) => void;
+}
+
+/** The languages Slipway detects, asked in order; the first that knows the source plans it. */
+const DETECTORS: readonly Detector[] = [detectNode];
+
+/** The detected steps with the deployment's own install and build commands in their place. */
+export function withGivenCommands(steps: BuildStep[], install?: string, build?: string): BuildStep[] {
+  const given = (label: string, command: string | undefined) => {
+    const trimmed = command?.trim();
+    return trimmed ? [{ label, command: trimmed }] : steps.filter((s) => s.label === label);
+  };
+  const rest = steps.filter((s) => s.label !== "install" && s.label !== "build");
+  return [...given("install", install), ...rest, ...given("build", build)];
+}
+
+/** Where the start command comes from, highest first: the app config, a Procfile, the language. */
+function startOf(
+  configStart: string | undefined,
+  procfileWeb: string | undefined,
+  detection: LanguageDetection | undefined,
+): { command: string; from: string } | undefined {
+  if (configStart !== undefined) return { command: configStart, from: "the app config" };
+  if (procfileWeb !== undefined) return { command: procfileWeb, from: "Procfile web:" };
+  if (detection?.start !== undefined) return { command: detection.start, from: detection.language };
+  return undefined;
+}
+
+/**
+ * Plans a source's build before anything runs, and writes what it detected and will run to the
+ * log (`slipway: detected …`). Precedence, highest first: the deployment's install and build
+ * commands; the app config; a Procfile; what the language detector found.
+ */
+export async function planBuild(input: PlanInput): Promise<ProcessPlan> {
+  const { appDir, configPath, log } = input;
+  const config = await readAppConfig(appDir, configPath, log);
+  let detection: LanguageDetection | undefined;
+  for (const detect of DETECTORS) {
+    detection = await detect({ appDir, config, log });
+    if (detection !== undefined) break;
+  }
+  const steps = withGivenCommands(detection?.steps ?? [], input.installCommand, input.buildCommand);
+  const procfile = await readProcfile(appDir);
+  const start = startOf(config.start, procfile?.web, detection);
+  if (start === undefined) {
+    const where = configPath ? `app config "${configPath}"` : "app config";
+    fail(
+      log,
+      `no start command: the ${where} has no "start" command, there is no Procfile with a web: line, ` +
+        `and package.json has no "start" script`,
+    );
+  }
+  const worker = config.worker ?? procfile?.worker;
+  const plan: ProcessPlan = {
+    kind: "process",
+    language: detection?.language ?? "command",
+    summary: "",
+    steps,
+    env: config.env,
+    healthcheck: config.healthcheck,
+    ...(config.healthTimeoutS === undefined ? {} : { healthTimeoutS: config.healthTimeoutS }),
+    ...(detection?.cache === undefined ? {} : { cache: detection.cache }),
+    toolchainEnv: detection?.toolchainEnv ?? {},
+    start: start.command,
+    ...(worker === undefined ? {} : { worker }),
+    ...(config.redis === true ? { redis: true } : {}),
+  };
+  plan.summary = summarize(
+    plan,
+    detection,
+    start.from,
+    worker === undefined ? undefined : worker === config.worker ? "the app config" : "Procfile worker:",
+  );
+  log(`slipway: detected ${plan.summary}`);
+  return plan;
+}
+
+/** `node (package.json, package-lock.json): npm ci; npm run build; start: npm start (node)`. */
+function summarize(
+  plan: ProcessPlan,
+  detection: LanguageDetection | undefined,
+  startFrom: string,
+  workerFrom: string | undefined,
+): string {
+  const what = detection ? `${detection.language} (${detection.evidence.join(", ")})` : "no language";
+  const steps =
+    plan.steps.length > 0 ? plan.steps.map((s) => s.command).join("; ") : "nothing to install or build";
+  const worker = plan.worker === undefined ? "" : `; worker: ${plan.worker} (${workerFrom})`;
+  return `${what}: ${steps}; start: ${plan.start} (${startFrom})${worker}`;
+}
