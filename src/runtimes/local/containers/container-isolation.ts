@@ -12,11 +12,19 @@ import type { ProtectionProbe } from "../protections/probes.ts";
  *   gateway (host services listening on all interfaces included), nobody opens connections into
  *   the network but its own containers and the published port, and private ranges (the cloud
  *   metadata address included) are out of reach unless allowed;
- * - podman runs each container in a user namespace of its own (`--userns=auto`, from the
- *   `containers` ranges of /etc/subuid and /etc/subgid, which engine/isolation.ts sets up when
+ * - podman runs each container in a user namespace of its own (`--userns=auto:size=65536`, from
+ *   the `containers` ranges of /etc/subuid and /etc/subgid, which engine/isolation.ts sets up when
  *   Slipway runs as root);
  * - every container drops all capabilities but a few common images need, with no-new-privileges.
  */
+
+/**
+ * A user namespace of 65536 ids: any uid an image uses fits, and with a size podman does not
+ * measure the image's ids itself, the path on which podman 4.3 deadlocks when another podman
+ * writes its storage meanwhile (containers/storage reloads the layer list under its own lock;
+ * podman issue 16062).
+ */
+const USERNS_AUTO = "--userns=auto:size=65536";
 
 /** Capabilities a container keeps: enough to start as root and drop privileges, within its user namespace. */
 export const CONTAINER_CAPS = ["CHOWN", "SETUID", "SETGID", "DAC_OVERRIDE", "FOWNER", "NET_BIND_SERVICE"];
@@ -34,7 +42,7 @@ export function hardeningFlags(engine: Engine, hostNetwork: boolean): string[] {
     "no-new-privileges",
   ];
   // Docker remaps users daemon-wide (userns-remap) or not at all: no per-container flag.
-  if (engine.name === "podman" && engine.isolation?.userns && !hostNetwork) flags.push("--userns=auto");
+  if (engine.name === "podman" && engine.isolation?.userns && !hostNetwork) flags.push(USERNS_AUTO);
   return flags;
 }
 

@@ -172,9 +172,9 @@ const CREATE_LOCK = join(tmpdir(), "slipway-container-create.lock");
  * The file's path, the container's name and the firewall rules are the only data on any argv.
  *
  * Creates run one at a time on the machine (an flock on CREATE_LOCK) and are killed after
- * CREATE_TIMEOUT_S, then tried once more: podman 4.3 (Debian bookworm) can deadlock for good when
- * two `create --userns=auto` run at once (containers/storage reloads layers.json while holding its
- * lock, podman issue 16062), and a killed process releases its file locks.
+ * CREATE_TIMEOUT_S, then tried once more: podman 4.3 (Debian bookworm) can deadlock for good in a
+ * `create --userns=auto` while another podman writes its storage (container-isolation.ts says
+ * which path, and gives the size that avoids it); a killed process releases its file locks.
  */
 const CREATE_THEN_START = `f=$1; n=$2; engine=$3; net=$4; net_opts=$5; iface_format=$6; rules=$7
 owner_label=$8; deployment_label=$9; lock=\${10}; shift 10
