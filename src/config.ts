@@ -86,6 +86,11 @@ export interface Config {
      */
     mirrors: string[];
   };
+  /**
+   * The package indexes builds install from, local and image (SLIPWAY_NPM_REGISTRY,
+   * SLIPWAY_PIP_INDEX_URL, SLIPWAY_PIP_EXTRA_INDEX_URL); unset: each tool's own default.
+   */
+  packageIndexes: { npm?: string; pip?: string; pipExtra: string[] };
   reconciler: {
     enabled: boolean;
     pollMs: number;

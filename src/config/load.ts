@@ -123,6 +123,11 @@ export function loadConfig(env: Env = process.env): Config {
         (name) => urlVar(env, name),
       ),
     },
+    packageIndexes: {
+      npm: urlVar(env, "SLIPWAY_NPM_REGISTRY")[0],
+      pip: urlVar(env, "SLIPWAY_PIP_INDEX_URL")[0],
+      pipExtra: urlVar(env, "SLIPWAY_PIP_EXTRA_INDEX_URL"),
+    },
     reconciler: {
       enabled: boolVar(env, "SLIPWAY_RECONCILER", true),
       pollMs: intVar(env, "SLIPWAY_RECONCILER_POLL_MS", 2000, 10, 600_000),

@@ -56,6 +56,7 @@ export async function startReconciler(deps: AppDeps, logger: ReconcilerLogger): 
       mirrors: config.sandbox.mirrors,
     },
     redisServer: config.apps.redisServer,
+    packageIndexes: config.packageIndexes,
   });
   const appsPort = await runtime.start();
   const detach = deps.processes?.attach(runtime);
@@ -75,6 +76,7 @@ export async function startReconciler(deps: AppDeps, logger: ReconcilerLogger): 
           baseImage: config.listeners.buildBaseImage,
           port: APP_PORT,
           limits: config.limits,
+          indexes: config.packageIndexes,
         });
   const reconciler = new Reconciler({
     config: bound,

@@ -1,5 +1,6 @@
 import type { SandboxMode, UidRange } from "../../config.ts";
 import type { LocalLimits } from "../build/limits.ts";
+import type { PackageIndexes } from "../build/plan/detection.ts";
 import type { EngineChoice } from "../engine/finder.ts";
 import type { ContainerNetwork } from "./containers/container.ts";
 import type { EgressPolicy, ProtectionOptions } from "./sandbox/confine.ts";
@@ -35,6 +36,8 @@ export interface LocalRuntimeOptions {
   maxScale?: number;
   /** Source and build disk limits (defaults: 1 GiB, 100k files, 4096 MB). */
   limits?: Partial<LocalLimits>;
+  /** Where builds install packages from (config.packageIndexes); unset: each tool's default. */
+  packageIndexes?: PackageIndexes;
   /** Engine for image revisions (default auto: podman, else docker). */
   containerEngine?: EngineChoice;
   /** Network of image revisions (default bridge, the app's port published on loopback). */

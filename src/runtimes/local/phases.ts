@@ -3,6 +3,7 @@ import { type BuildRecord, readBuildRecord, writeBuildRecord } from "../build/ap
 import { withDiskLimit } from "../build/disk-limit.ts";
 import { fetchImage, imagePresent, imageRecord } from "../build/image-source.ts";
 import { buildDiskExceeded, type LocalLimits } from "../build/limits.ts";
+import type { PackageIndexes } from "../build/plan/detection.ts";
 import { planBuild } from "../build/plan/plan.ts";
 import { fetchSource } from "../build/source.ts";
 import { runBuild } from "../build/steps.ts";
@@ -25,6 +26,7 @@ export interface PhaseHandles {
   confiner: Confiner;
   containers: EngineFinder;
   limits: LocalLimits;
+  indexes: PackageIndexes;
 }
 
 /** Log lines of the revision, with host paths shown as the app sees them. */
@@ -92,6 +94,7 @@ export async function buildRevision(h: PhaseHandles, spec: RevisionSpec, ctx: Ph
         configPath: spec.frameworkConfigPath,
         installCommand: spec.installCommand,
         buildCommand: spec.buildCommand,
+        indexes: h.indexes,
         log,
       });
       const confined = await h.confiner.confine(spec.deploymentId, appDir, true);

@@ -94,6 +94,7 @@ export class LocalRuntime implements Runtime {
       confiner: this.confiner,
       containers: this.containers,
       limits: this.limits,
+      indexes: o.packageIndexes ?? { pipExtra: [] },
     };
   }
 

@@ -1,6 +1,7 @@
 import { mkdir, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { LocalLimits } from "../build/limits.ts";
+import type { PackageIndexes } from "../build/plan/detection.ts";
 import { planBuild } from "../build/plan/plan.ts";
 import { fetchSource } from "../build/source.ts";
 import type { Engine } from "../engine/engine.ts";
@@ -35,6 +36,8 @@ export interface PodmanBuilderOptions {
   /** The port the app listens on in its pod (PORT). */
   port: number;
   limits: LocalLimits;
+  /** Where the image's install steps fetch packages (config.packageIndexes). */
+  indexes: PackageIndexes;
 }
 
 /** podman's limits, said again on the command line: a build's RUN steps must not inherit the host's. */
@@ -96,6 +99,7 @@ export class PodmanImageBuilder implements ImageBuilder {
         configPath: spec.frameworkConfigPath,
         installCommand: spec.installCommand,
         buildCommand: spec.buildCommand,
+        indexes: this.o.indexes,
         log,
       });
       const file = join(dir, "Containerfile");

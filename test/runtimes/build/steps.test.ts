@@ -18,7 +18,12 @@ import {
 
 /** The steps a Node source's plan runs: what detection found, with the deployment's commands in their place. */
 async function buildSteps(appDir: string, install: string | undefined, build: string | undefined) {
-  const found = await detectNode({ appDir, config: { healthcheck: "/", env: {} }, log: () => {} });
+  const found = await detectNode({
+    appDir,
+    config: { healthcheck: "/", env: {} },
+    indexes: { pipExtra: [] },
+    log: () => {},
+  });
   return withGivenCommands(found?.steps ?? [], install, build);
 }
 

@@ -11,16 +11,29 @@ export interface LanguageDetection {
   steps: BuildStep[];
   /** The language's own start command (package.json `start`, a framework's server), if any. */
   start?: string;
+  /** Where `start` comes from, for the log line (`app.py at the root`); default: the language. */
+  startFrom?: string;
   cache?: DependencyCache;
   toolchainEnv?: Record<string, string>;
   /** A build whose output is a static site with no server: the directory to serve. */
   staticRoot?: string;
 }
 
-/** What a detector reads: the source and its app config. */
+/**
+ * The package indexes builds install from (SLIPWAY_NPM_REGISTRY, SLIPWAY_PIP_INDEX_URL,
+ * SLIPWAY_PIP_EXTRA_INDEX_URL), given to every build, local and image; unset: each tool's default.
+ */
+export interface PackageIndexes {
+  npm?: string;
+  pip?: string;
+  pipExtra: string[];
+}
+
+/** What a detector reads: the source, its app config and where packages come from. */
 export interface DetectInput {
   appDir: string;
   config: AppConfig;
+  indexes: PackageIndexes;
   log: (line: string) => void;
 }
 

@@ -36,7 +36,7 @@ export function needsInstall(pkg: Record<string, unknown> | undefined): boolean 
 }
 
 /** A Node source: one with a package.json. npm installs it (`npm ci` with a lockfile). */
-export const detectNode: Detector = async ({ appDir, log }) => {
+export const detectNode: Detector = async ({ appDir, indexes, log }) => {
   if (!(await exists(join(appDir, "package.json")))) return undefined;
   const pkg = await readPackageJson(appDir);
   const evidence = ["package.json"];
@@ -49,7 +49,12 @@ export const detectNode: Detector = async ({ appDir, log }) => {
   if (needsInstall(pkg)) steps.push({ label: "install", command: lockfile ? "npm ci" : "npm install" });
   else log("No npm install: package.json declares no dependencies and no install scripts.");
   if (packageScript(pkg, "build") !== undefined) steps.push({ label: "build", command: "npm run build" });
-  const detection: LanguageDetection = { language: "node", evidence, steps };
+  const detection: LanguageDetection = {
+    language: "node",
+    evidence,
+    steps,
+    toolchainEnv: indexes.npm === undefined ? {} : { npm_config_registry: indexes.npm },
+  };
   if (packageScript(pkg, "start") !== undefined) detection.start = "npm start";
   if (lockfile !== undefined)
     detection.cache = { dirs: ["node_modules"], keyFiles: ["package.json", lockfile] };

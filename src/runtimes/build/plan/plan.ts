@@ -1,7 +1,8 @@
 import { fail, readAppConfig } from "../app-config.ts";
-import type { Detector, LanguageDetection } from "./detection.ts";
+import type { Detector, LanguageDetection, PackageIndexes } from "./detection.ts";
 import { detectNode } from "./node.ts";
 import { readProcfile } from "./procfile.ts";
+import { detectPython } from "./python.ts";
 import type { BuildStep, ProcessPlan } from "./types.ts";
 
 /** What a build is planned from: the source, and what its deployment and revision say. */
@@ -12,20 +13,24 @@ export interface PlanInput {
   /** `source_config.install_command` / `build_command`: they replace the detected ones. */
   installCommand?: string;
   buildCommand?: string;
+  indexes: PackageIndexes;
   log: (line: string) => void;
 }
 
 /** The languages Slipway detects, asked in order; the first that knows the source plans it. */
-const DETECTORS: readonly Detector[] = [detectNode];
+const DETECTORS: readonly Detector[] = [detectNode, detectPython];
 
-/** The detected steps with the deployment's own install and build commands in their place. */
+/**
+ * The detected steps with the deployment's own install and build commands in their place. Steps
+ * that are neither (a toolchain's setup: a virtualenv) run first, as the install needs them.
+ */
 export function withGivenCommands(steps: BuildStep[], install?: string, build?: string): BuildStep[] {
   const given = (label: string, command: string | undefined) => {
     const trimmed = command?.trim();
     return trimmed ? [{ label, command: trimmed }] : steps.filter((s) => s.label === label);
   };
   const rest = steps.filter((s) => s.label !== "install" && s.label !== "build");
-  return [...given("install", install), ...rest, ...given("build", build)];
+  return [...rest, ...given("install", install), ...given("build", build)];
 }
 
 /** Where the start command comes from, highest first: the app config, a Procfile, the language. */
@@ -36,7 +41,8 @@ function startOf(
 ): { command: string; from: string } | undefined {
   if (configStart !== undefined) return { command: configStart, from: "the app config" };
   if (procfileWeb !== undefined) return { command: procfileWeb, from: "Procfile web:" };
-  if (detection?.start !== undefined) return { command: detection.start, from: detection.language };
+  if (detection?.start !== undefined)
+    return { command: detection.start, from: detection.startFrom ?? detection.language };
   return undefined;
 }
 
@@ -50,7 +56,7 @@ export async function planBuild(input: PlanInput): Promise<ProcessPlan> {
   const config = await readAppConfig(appDir, configPath, log);
   let detection: LanguageDetection | undefined;
   for (const detect of DETECTORS) {
-    detection = await detect({ appDir, config, log });
+    detection = await detect({ appDir, config, indexes: input.indexes, log });
     if (detection !== undefined) break;
   }
   const steps = withGivenCommands(detection?.steps ?? [], input.installCommand, input.buildCommand);
