@@ -5,6 +5,7 @@ import { fetchImage, imagePresent, imageRecord } from "../build/image-source.ts"
 import { buildDiskExceeded, type LocalLimits } from "../build/limits.ts";
 import type { PackageIndexes } from "../build/plan/detection.ts";
 import { planBuild } from "../build/plan/plan.ts";
+import { resolveToolchainEnv } from "../build/plan/toolchain-env.ts";
 import { fetchSource } from "../build/source.ts";
 import { runBuild } from "../build/steps.ts";
 import type { EngineFinder } from "../engine/finder.ts";
@@ -13,6 +14,7 @@ import { abortError } from "../shared/exec.ts";
 import type { Layout } from "../shared/layout.ts";
 import { UNSANDBOXED_WARNING } from "./protections/refusals.ts";
 import type { Confiner } from "./sandbox/confine.ts";
+import { SANDBOX_APP_DIR } from "./sandbox/sandbox.ts";
 
 /**
  * The runtime's prepare and build phases: fetch a revision's source (or image) into its directory,
@@ -99,13 +101,19 @@ export async function buildRevision(h: PhaseHandles, spec: RevisionSpec, ctx: Ph
       });
       const confined = await h.confiner.confine(spec.deploymentId, appDir, true);
       if (!confined.sandboxed) log(UNSANDBOXED_WARNING);
+      // The app runs where it was built (/app in the sandbox), with the PATH and HOME it was built with.
+      const toolchain = resolveToolchainEnv(
+        plan.toolchainEnv,
+        confined.env,
+        confined.sandboxed ? SANDBOX_APP_DIR : appDir,
+      );
       const limitBytes = h.limits.buildDiskBytes;
       const exceeded = () => buildDiskExceeded(limitBytes);
       await withDiskLimit({ dir: revisionDir, limitBytes, signal: ctx.signal, exceeded, log }, (signal) =>
         runBuild({
           appDir,
           steps: plan.steps,
-          env: { ...confined.env, ...plan.toolchainEnv },
+          env: { ...confined.env, ...toolchain },
           wrap: confined.wrap,
           signal,
           log,
@@ -118,7 +126,7 @@ export async function buildRevision(h: PhaseHandles, spec: RevisionSpec, ctx: Ph
         ...(plan.worker === undefined ? {} : { worker: plan.worker }),
         healthcheck: plan.healthcheck,
         ...(plan.healthTimeoutS === undefined ? {} : { healthTimeoutS: plan.healthTimeoutS }),
-        env: { ...plan.toolchainEnv, ...plan.env },
+        env: { ...toolchain, ...plan.env },
         ...(plan.redis ? { redis: true } : {}),
       };
     }
