@@ -2,12 +2,16 @@ import type { LogStream } from "../core/revision-logs/store.ts";
 import { appendLogLines } from "../core/revision-logs/store.ts";
 import { LOGS_CHANNEL } from "../db/channels.ts";
 import type { Database } from "../db/client.ts";
+import { cutLine, MAX_LINE_BYTES } from "../runtimes/shared/lines.ts";
 import { redactor } from "./redact.ts";
 
 /** Lines kept per revision and stream; older ones are dropped first. */
 export const DEFAULT_LOG_CAP = 5000;
-/** Longest stored line; a longer one is cut (a minified bundle printed by a build, say). */
-const MAX_LINE = 8192;
+/**
+ * Longest stored line, in bytes; a longer one is cut (a minified bundle printed by a build, say). The
+ * runtimes cut at 64 KiB already (lines.ts): the room past it keeps their marker and what redaction adds.
+ */
+const MAX_LINE = MAX_LINE_BYTES + 1024;
 const FLUSH_MS = 100;
 const FLUSH_LINES = 200;
 /** Most lines in one INSERT: a statement stays short, so the API's queries are not held behind it. */
@@ -120,7 +124,7 @@ export class RevisionLogSink {
   }
 
   private push(stream: LogStream, line: string): void {
-    const clean = this.redact(line.replace(/\r?\n$/, "")).slice(0, MAX_LINE);
+    const clean = cutLine(this.redact(line.replace(/\r?\n$/, "")), MAX_LINE);
     this.pending.push({ stream, at: new Date().toISOString(), line: clean });
     if (this.pending.length >= FLUSH_LINES) void this.flush();
     else this.timer ??= setTimeout(() => void this.flush(), FLUSH_MS);

@@ -194,6 +194,18 @@ forEachDatabase("revision logs", (suite) => {
     assert.deepEqual(await logLines(ctx, rev, "deploy"), ["deploy line survives"]);
   });
 
+  it("stores a line the runtime cut at 64 KiB whole, marker included, and cuts a longer one itself", async () => {
+    const ctx = suite.ctx;
+    const cut = `${"x".repeat(64 * 1024)} … [cut: 10420224 bytes]`;
+    const { rev } = await revisionWithLogs(ctx, [
+      ["build", cut],
+      ["build", "z".repeat(1024 * 1024)],
+    ]);
+    const [first, second] = await logLines(ctx, rev, "build");
+    assert.equal(first, cut);
+    assert.equal(second, `${"z".repeat(65 * 1024)} … [cut: ${1024 * 1024 - 65 * 1024} bytes]`);
+  });
+
   it("text/event-stream on the build log follows until the revision is terminal", async () => {
     const ctx = suite.ctx;
     const { dep, rev, sink } = await revisionWithLogs(ctx, [["build", "step 1"]]);

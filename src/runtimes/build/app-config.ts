@@ -1,6 +1,10 @@
 import { readFile, realpath, rename, writeFile } from "node:fs/promises";
-import { isAbsolute, relative, resolve } from "node:path";
-import { BuildError } from "../interface.ts";
+import { resolve } from "node:path";
+import { fail, insideSource, isObject } from "./config-checks.ts";
+import { readEnv, readFrameworkKeys } from "./framework-config.ts";
+
+// Builds and detectors fail through it; it lives beside the path checks both config readers share.
+export { fail };
 
 /** What `activate` needs, resolved once by `build` and stored beside it (so a restart needs no rebuild). */
 export type BuildRecord =
@@ -30,12 +34,6 @@ export type BuildRecord =
       env: Record<string, string>;
     };
 
-const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
-
 /** package.json as far as we read it; undefined when absent or unreadable. */
 export async function readPackageJson(appDir: string): Promise<Record<string, unknown> | undefined> {
   try {
@@ -53,29 +51,16 @@ export function packageScript(pkg: Record<string, unknown> | undefined, name: st
   return typeof script === "string" && script.trim() !== "" ? script : undefined;
 }
 
-export function fail(log: (line: string) => void, message: string): never {
-  log(`error: ${message}`);
-  throw new BuildError(message);
-}
-
 /** Reads the app config file the revision names, refusing paths that leave the source tree. */
 async function readConfigFile(
   appDir: string,
   configPath: string,
   log: (line: string) => void,
 ): Promise<Record<string, unknown>> {
-  if (isAbsolute(configPath)) fail(log, `app config path "${configPath}" must be relative to the source`);
-  const full = resolve(appDir, configPath);
-  let real: string;
-  try {
-    real = await realpath(full);
-  } catch {
-    fail(log, `app config file "${configPath}" was not found in the source`);
-  }
-  const inside = relative(await realpath(appDir), real);
-  if (inside === "" || inside.startsWith("..") || isAbsolute(inside)) {
+  const real = await insideSource(appDir, configPath, "app config path", log);
+  if (real === undefined) fail(log, `app config file "${configPath}" was not found in the source`);
+  if (real === (await realpath(appDir)))
     fail(log, `app config path "${configPath}" points outside the source`);
-  }
   let text: string;
   try {
     text = await readFile(real, "utf8");
@@ -99,14 +84,41 @@ export interface AppConfig {
   worker?: string;
   healthcheck: string;
   healthTimeoutS?: number;
+  /** `env` as an object, or read from the dotenv file it names. */
   env: Record<string, string>;
   /** `"redis": true`: the app asks for its own Redis. */
   redis?: boolean;
+  /** Framework config `dependencies`: `.`, local package paths (checked inside the source), requirement specs. */
+  dependencies?: string[];
+  /** Framework config `python_version` (`"3.11"`): the Python build picks its interpreter from it. */
+  pythonVersion?: string;
+  /** Framework config `node_version` (`"20"`), already checked against the machine's node. */
+  nodeVersion?: string;
+  /** Framework config `dockerfile_lines`: appended to an image's Containerfile after the build steps. */
+  dockerfileLines?: string[];
 }
 
 /**
- * The app config: `{"start", "worker", "healthcheck", "healthcheck_timeout_s", "env", "redis"}` from
- * `configPath` (when given). Anything malformed is a BuildError after a log line saying why.
+ * The keys Slipway acts on: its own app config's and those of the hosted service's framework config
+ * it understands. Any other key (`graphs`, `store`, `auth`, …) is named in one log line and ignored.
+ */
+export const ACTED_ON_KEYS: readonly string[] = [
+  "start",
+  "worker",
+  "healthcheck",
+  "healthcheck_timeout_s",
+  "env",
+  "redis",
+  "dependencies",
+  "python_version",
+  "node_version",
+  "dockerfile_lines",
+];
+
+/**
+ * The app config: Slipway's keys (`start`, `worker`, `healthcheck`, `healthcheck_timeout_s`, `env`,
+ * `redis`) and the hosted service's framework config keys (framework-config.ts) from `configPath`
+ * (when given). Anything malformed is a BuildError after a log line saying why.
  */
 export async function readAppConfig(
   appDir: string,
@@ -115,6 +127,8 @@ export async function readAppConfig(
 ): Promise<AppConfig> {
   const file = configPath ? await readConfigFile(appDir, configPath, log) : {};
   const where = configPath ? `app config "${configPath}"` : "app config";
+  const ignored = Object.keys(file).filter((key) => !ACTED_ON_KEYS.includes(key));
+  if (ignored.length > 0) log(`slipway: framework config keys not acted on here: ${ignored.join(", ")}`);
 
   let start: string | undefined;
   if (file.start !== undefined) {
@@ -149,18 +163,11 @@ export async function readAppConfig(
     healthcheck = file.healthcheck;
   }
 
-  const env: Record<string, string> = {};
-  if (file.env !== undefined) {
-    if (!isObject(file.env)) fail(log, `${where}: "env" must be an object of strings`);
-    for (const [name, value] of Object.entries(file.env)) {
-      if (!ENV_NAME.test(name)) fail(log, `${where}: env name "${name}" is not a valid variable name`);
-      if (typeof value !== "string") fail(log, `${where}: env "${name}" must be a string`);
-      env[name] = value;
-    }
-  }
+  const env = await readEnv(appDir, file.env, where, log);
   if (file.redis !== undefined && typeof file.redis !== "boolean") {
     fail(log, `${where}: "redis" must be true or false`);
   }
+  const framework = await readFrameworkKeys(appDir, file, where, log);
   return {
     ...(start === undefined ? {} : { start }),
     ...(worker === undefined ? {} : { worker }),
@@ -168,6 +175,7 @@ export async function readAppConfig(
     ...(healthTimeoutS === undefined ? {} : { healthTimeoutS }),
     env,
     ...(file.redis === true ? { redis: true } : {}),
+    ...framework,
   };
 }
 
