@@ -108,6 +108,7 @@ export class PodmanImageBuilder implements ImageBuilder {
         containerfile({
           baseImage: this.o.baseImage,
           steps: plan.steps,
+          extraLines: plan.dockerfileLines ?? [],
           start: plan.start,
           env: { ...plan.toolchainEnv, ...plan.env },
           port: this.o.port,

@@ -6,6 +6,8 @@ export interface ContainerfileInput {
   baseImage: string;
   /** Install and build commands, in order (none when the source needs none). */
   steps: BuildStep[];
+  /** The framework config's `dockerfile_lines`, written after the steps, before CMD. */
+  extraLines?: string[];
   start: string;
   /** The app config's `env`: baked into the image (secrets are not: the listener gives them). */
   env: Record<string, string>;
@@ -36,6 +38,7 @@ export function containerfile(o: ContainerfileInput): string {
   ];
   for (const [name, value] of Object.entries(o.env)) lines.push(`ENV ${name}=${envValue(name, value)}`);
   for (const step of o.steps) lines.push(`RUN ${JSON.stringify(["sh", "-c", step.command])}`);
+  lines.push(...(o.extraLines ?? []));
   lines.push(
     `LABEL dev.slipway.revision-id=${JSON.stringify(o.revisionId)}`,
     `EXPOSE ${o.port}`,

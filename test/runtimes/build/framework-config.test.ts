@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { after, describe, it } from "node:test";
 import { readAppConfig } from "../../../src/runtimes/build/app-config.ts";
 import { buildNodeVersion, versionMatches } from "../../../src/runtimes/build/framework-config.ts";
+import { planBuild } from "../../../src/runtimes/build/plan/plan.ts";
 import { BuildError } from "../../../src/runtimes/interface.ts";
 import { bwrapSkip } from "../../helpers/bwrap.ts";
 import { cleanupTemp, hit, newRuntime, phase, spec, tempDir, writeApp } from "../../helpers/local-runtime.ts";
@@ -158,6 +159,21 @@ describe("framework config keys", () => {
       /"dockerfile_lines" must be an array of non-empty strings/,
     );
     await refused(source({ dockerfile_lines: ["RUN a\nRUN b"] }), /must be one line/);
+  });
+
+  it("the plan carries the dotenv's env and dockerfile_lines (appended when an image is built)", async () => {
+    const dir = source(
+      { env: ".env", start: "node server.js", dockerfile_lines: ["RUN true"] },
+      { ".env": "A=1\n" },
+    );
+    const plan = await planBuild({
+      appDir: dir,
+      configPath: "framework.json",
+      indexes: { pipExtra: [] },
+      log: () => {},
+    });
+    assert.deepEqual(plan.env, { A: "1" });
+    assert.deepEqual(plan.dockerfileLines, ["RUN true"]);
   });
 
   it("names the keys it does not act on in one log line, and ignores them", async () => {

@@ -40,6 +40,21 @@ describe("listener image Containerfile", () => {
     assert.equal(text.split("\n").filter((l) => l.startsWith("RUN evil")).length, 0);
   });
 
+  it("the framework config's dockerfile_lines come after the steps, before the label, EXPOSE and CMD", () => {
+    const text = containerfile({
+      ...base,
+      steps: [{ label: "install", command: "npm ci" }],
+      extraLines: ["RUN apt-get install -y curl", "ENV EXTRA=1"],
+    });
+    const lines = text.trimEnd().split("\n");
+    const at = (prefix: string) => lines.findIndex((l) => l.startsWith(prefix));
+    assert.deepEqual(lines.slice(at("RUN [") + 1, at("LABEL")), [
+      "RUN apt-get install -y curl",
+      "ENV EXTRA=1",
+    ]);
+    assert.equal(lines.at(-1), 'CMD ["sh","-c","node server.js"]');
+  });
+
   it("an env value with a line break is a BuildError", () => {
     assert.throws(() => containerfile({ ...base, steps: [], env: { A: "x\nRUN y" } }), BuildError);
   });

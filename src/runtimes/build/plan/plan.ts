@@ -84,6 +84,7 @@ export async function planBuild(input: PlanInput): Promise<ProcessPlan> {
     start: start.command,
     ...(worker === undefined ? {} : { worker }),
     ...(config.redis === true ? { redis: true } : {}),
+    ...(config.dockerfileLines === undefined ? {} : { dockerfileLines: config.dockerfileLines }),
   };
   plan.summary = summarize(
     plan,

@@ -47,6 +47,8 @@ export interface ProcessPlan extends PlanBase {
   worker?: string;
   /** `"redis": true`: the app asks for its own Redis. */
   redis?: boolean;
+  /** The framework config's `dockerfile_lines`: appended when an image is built from this plan. */
+  dockerfileLines?: string[];
 }
 
 /** Files Slipway serves itself, with no app process: a build's output or a plain site. */
