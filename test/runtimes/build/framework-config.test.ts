@@ -232,24 +232,44 @@ describe("framework config keys", () => {
     await rt.teardown(s.deploymentId);
   });
 
-  it("a dotenv path outside the source fails the build before anything runs", { skip }, async () => {
+  it("a dotenv path outside the source fails the build before anything runs; the serving revision keeps serving", {
+    skip,
+  }, async () => {
+    const rt = newRuntime(tempDir(), { sandbox: "bwrap", uidRange: RANGE });
+    after(() => rt.close());
+    const serving = spec({ kind: "directory", path: writeApp(tempDir()) });
+    const ctx = phase();
+    await rt.prepare(serving, ctx);
+    await rt.build(serving, ctx);
+    await rt.activate(serving, ctx);
+    assert.equal((await hit(rt, serving.deploymentName)).status, 200);
+
     const src = writeApp(tempDir(), {
       config: undefined,
       extra: { "langgraph.json": JSON.stringify({ env: "../.env" }) },
     });
-    const rt = newRuntime(tempDir(), { sandbox: "bwrap", uidRange: RANGE });
-    after(() => rt.close());
-    const s = spec(
+    const broken = spec(
       { kind: "directory", path: src },
-      { frameworkConfigPath: "langgraph.json", installCommand: "echo should-not-run" },
+      {
+        deploymentId: serving.deploymentId,
+        deploymentName: serving.deploymentName,
+        revisionId: `${serving.revisionId}-broken`,
+        frameworkConfigPath: "langgraph.json",
+        installCommand: "echo should-not-run",
+      },
     );
-    const ctx = phase();
-    await rt.prepare(s, ctx);
-    await assert.rejects(rt.build(s, ctx), (err: unknown) => {
+    const failed = phase();
+    await rt.prepare(broken, failed);
+    await assert.rejects(rt.build(broken, failed), (err: unknown) => {
       assert.ok(err instanceof BuildError);
       assert.equal(err.message, `app config "langgraph.json": env file "../.env" points outside the source`);
       return true;
     });
-    assert.ok(!ctx.lines.build.includes("should-not-run"));
+    assert.ok(!failed.lines.build.includes("should-not-run"));
+    assert.equal(await rt.isBuilt(broken), false);
+    const still = await hit(rt, serving.deploymentName);
+    assert.equal(still.status, 200, "the serving revision keeps serving");
+    assert.equal(still.json().version, "v1");
+    await rt.teardown(serving.deploymentId);
   });
 });
