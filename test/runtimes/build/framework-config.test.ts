@@ -176,6 +176,14 @@ describe("framework config keys", () => {
     assert.deepEqual(plan.dockerfileLines, ["RUN true"]);
   });
 
+  it("python_version reaches the Python build's choice of interpreter", async () => {
+    const dir = source({ python_version: "3.99", start: "python app.py" }, { "requirements.txt": "" });
+    await assert.rejects(
+      planBuild({ appDir: dir, configPath: "framework.json", indexes: { pipExtra: [] }, log: () => {} }),
+      /python 3\.99 \(from [^)]*\) is not on this machine; Python versions here: /,
+    );
+  });
+
   it("names the keys it does not act on in one log line, and ignores them", async () => {
     const { config, lines } = await read(
       source({ graphs: { agent: "./agent.py:graph" }, store: {}, auth: { path: "x" }, env: {}, start: "x" }),
