@@ -67,7 +67,7 @@ export async function planBuild(input: PlanInput): Promise<ProcessPlan> {
     fail(
       log,
       `no start command: the ${where} has no "start" command, there is no Procfile with a web: line, ` +
-        `and package.json has no "start" script`,
+        `package.json has no "start" script, and there is no app.py or main.py at the root`,
     );
   }
   const worker = config.worker ?? procfile?.worker;

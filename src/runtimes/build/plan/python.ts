@@ -51,10 +51,7 @@ export const detectPython: Detector = async ({ appDir, config, indexes, log }) =
   for (const name of HINTS) if (await present(name)) hints.push(name);
   if (manifest === undefined && hints.length === 0) return undefined;
 
-  // Another helper adds `python_version` to the app config (config.pythonVersion); read it once it is there.
-  const configVersion =
-    "pythonVersion" in config && typeof config.pythonVersion === "string" ? config.pythonVersion : undefined;
-  const request = await requestedVersion(appDir, configVersion);
+  const request = await requestedVersion(appDir, config.pythonVersion);
   const python = pickInterpreter(request, await systemInterpreters(), log);
   log(
     `slipway: python ${python.version} (${python.path})` +

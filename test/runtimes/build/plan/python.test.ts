@@ -1,11 +1,12 @@
 import assert from "node:assert/strict";
-import { existsSync, readFileSync } from "node:fs";
-import { join } from "node:path";
+import { copyFileSync, existsSync, mkdirSync, readFileSync } from "node:fs";
+import { basename, join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { planBuild } from "../../../../src/runtimes/build/plan/plan.ts";
 import { pipEnv } from "../../../../src/runtimes/build/plan/python.ts";
 import { BuildError } from "../../../../src/runtimes/interface.ts";
-import type { LocalRuntime } from "../../../../src/runtimes/local/runtime.ts";
+import type { LocalRuntime, LocalRuntimeOptions } from "../../../../src/runtimes/local/runtime.ts";
+import { bwrapSkip } from "../../../helpers/bwrap.ts";
 import {
   cleanupTemp,
   hit,
@@ -16,6 +17,9 @@ import {
   writeApp,
 } from "../../../helpers/local-runtime.ts";
 import { makeWheel, type PythonIndex, startPythonIndex } from "../../../helpers/python-index.ts";
+
+const RANGE = { first: 328_300, last: 328_399 };
+const skipSandbox = await bwrapSkip(RANGE);
 
 /** A stdlib HTTP app on $PORT answering what it imported from the index and where it runs. */
 const APP_PY = `
@@ -41,8 +45,8 @@ describe("python builds", () => {
   /** The greetlib wheel the index serves. */
   let greetlib: string;
   const runtimes: LocalRuntime[] = [];
-  const runtime = (dataDir = tempDir()) => {
-    const rt = newRuntime(dataDir, { packageIndexes: { pip: index.url, pipExtra: [] } });
+  const runtime = (dataDir = tempDir(), opts: Partial<LocalRuntimeOptions> = {}) => {
+    const rt = newRuntime(dataDir, { packageIndexes: { pip: index.url, pipExtra: [] }, ...opts });
     runtimes.push(rt);
     return rt;
   };
@@ -204,6 +208,42 @@ describe("python builds", () => {
     assert.match(log, /ERROR: Could not find a version that satisfies the requirement no-such-package==2\.0/);
     assert.match(log, /ERROR: No matching distribution found for no-such-package==2\.0/);
     assert.equal(await rt.isBuilt(s), false);
+  });
+
+  it("builds and runs in the sandbox, the venv at /app/.venv", { skip: skipSandbox }, async () => {
+    // The deployment's network namespace reaches no index on this machine (its loopback is the
+    // namespace's own), so the wheel ships with the source: pip, the venv and the app run confined.
+    const rt = newRuntime(tempDir(), {
+      sandbox: "bwrap",
+      uidRange: RANGE,
+      packageIndexes: { pip: index.url, pipExtra: [] },
+    });
+    runtimes.push(rt);
+    const wheel = basename(greetlib);
+    const src = writeApp(tempDir(), {
+      config: undefined,
+      extra: {
+        "main.py": APP_PY,
+        "requirements.txt": `./wheels/${wheel}\n`,
+        "runtime.txt": "python-3.11.4\n",
+      },
+    });
+    mkdirSync(join(src, "wheels"));
+    copyFileSync(greetlib, join(src, "wheels", wheel));
+    const s = spec({ kind: "directory", path: src }, { frameworkConfigPath: undefined });
+    const ctx = phase();
+    await rt.prepare(s, ctx);
+    await rt.build(s, ctx);
+    assert.match(ctx.text("build"), /start: python main\.py \(main\.py at the root\)/);
+    assert.match(
+      ctx.text("build"),
+      /slipway: python 3\.11 \(\/usr\/bin\/python3\.11\), as runtime\.txt asks \(3\.11\.4\)/,
+    );
+    await rt.activate(s, phase());
+    const body = (await hit(rt, s.deploymentName)).json();
+    assert.equal(body.greeting, "hello from greetlib");
+    assert.equal(body.prefix, "/app/.venv");
+    assert.equal(body.virtualEnv, "/app/.venv");
   });
 
   it("pip's settings: the configured indexes, trusted when plain http, and its cache in HOME", async () => {
