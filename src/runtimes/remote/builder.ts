@@ -3,6 +3,7 @@ import { join } from "node:path";
 import type { LocalLimits } from "../build/limits.ts";
 import type { PackageIndexes } from "../build/plan/detection.ts";
 import { planBuild } from "../build/plan/plan.ts";
+import { resolveToolchainEnv } from "../build/plan/toolchain-env.ts";
 import { fetchSource } from "../build/source.ts";
 import type { Engine } from "../engine/engine.ts";
 import { EngineFinder } from "../engine/finder.ts";
@@ -13,6 +14,9 @@ import { Layout } from "../shared/layout.ts";
 import { containerfile } from "./containerfile.ts";
 import { imageRepository, registryHost, repositoryPath } from "./image-ref.ts";
 import type { BuiltImage, ImageBuilder } from "./runtime.ts";
+
+/** What a plan's toolchain env names as `{path}` and `{home}` in an image (official images' PATH, root). */
+const IMAGE_ENV = { PATH: "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", HOME: "/root" };
 
 /** How a build logs in to push one repository; undefined: the registry takes pushes without a login. */
 export type RegistryLogin = (repository: {
@@ -110,7 +114,8 @@ export class PodmanImageBuilder implements ImageBuilder {
           steps: plan.steps,
           extraLines: plan.dockerfileLines ?? [],
           start: plan.start,
-          env: { ...plan.toolchainEnv, ...plan.env },
+          // The image's app is at /app (WORKDIR), built as root, with a Debian-style image's PATH.
+          env: { ...resolveToolchainEnv(plan.toolchainEnv, IMAGE_ENV, "/app"), ...plan.env },
           port: this.o.port,
           revisionId: spec.revisionId,
         }),
