@@ -26,8 +26,9 @@ function requirementOf(name: string, entry: Record<string, unknown>): string | u
     const ref = typeof entry.ref === "string" ? `@${entry.ref}` : "";
     return `${name}${extras} @ git+${entry.git.replace(/^git\+/, "")}${ref}${markers}`;
   }
-  if (typeof entry.version === "string") return `${name}${extras}${entry.version}${markers}`;
+  // `"*"` is pipenv's "any version": the bare name.
   if (entry.version === undefined || entry.version === "*") return `${name}${extras}${markers}`;
+  if (typeof entry.version === "string") return `${name}${extras}${entry.version}${markers}`;
   return undefined;
 }
 
