@@ -181,6 +181,25 @@ export function installCommand(m: NodeManager): string {
   return `${exe} install ${m.berry ? "--immutable" : "--frozen-lockfile"}`;
 }
 
+/** The public registries' URLs Yarn 1 writes into yarn.lock's `resolved` fields. */
+const PUBLIC_REGISTRY_URLS = /https:\/\/registry\.(yarnpkg\.com|npmjs\.org)\//;
+
+/**
+ * Yarn 1 fetches each package from its lockfile's `resolved` URL, whatever registry is configured:
+ * with a mirror, a step before the install points the public registry's URLs at the mirror (the
+ * integrity hashes stay, so the bytes are still checked). None when the lockfile names no public
+ * registry, or the mirror's URL holds characters the sed expression cannot carry.
+ */
+export function yarnClassicMirrorStep(lockfile: string, text: string, mirror: string): BuildStep | undefined {
+  if (!PUBLIC_REGISTRY_URLS.test(text)) return undefined;
+  const target = `${mirror.replace(/\/+$/, "")}/`;
+  if (!/^[A-Za-z0-9:/._~%@+=?,;-]+$/.test(target)) return undefined;
+  const expressions = ["registry\\.yarnpkg\\.com", "registry\\.npmjs\\.org"]
+    .filter((host) => `https://${host.replaceAll("\\", "")}/` !== target)
+    .map((host) => `-e 's|https://${host}/|${target}|g'`);
+  return { label: "install", command: `sed -i ${expressions.join(" ")} ${lockfile}` };
+}
+
 /**
  * What builds and the app need to reach the registry: npm, pnpm and Yarn classic read
  * `npm_config_registry`, Yarn berry its own variable, corepack `COREPACK_NPM_REGISTRY` (the mirror
@@ -207,7 +226,11 @@ export function nodeEnv(m: NodeManager, indexes: PackageIndexes, caBundle?: stri
   }
   // Yarn would otherwise call its own hosts (telemetry, the classic update check), beyond the registry.
   if (m.berry) env.YARN_ENABLE_TELEMETRY = "0";
-  else if (m.name === "yarn") env.YARN_DISABLE_SELF_UPDATE_CHECK = "true";
+  else if (m.name === "yarn") {
+    env.YARN_DISABLE_SELF_UPDATE_CHECK = "true";
+    // As root (unsandboxed) Yarn 1 would cache in /usr/local/share, shared by every deployment.
+    env.YARN_CACHE_FOLDER = "{home}/.cache/yarn";
+  }
   return env;
 }
 
@@ -224,8 +247,15 @@ export const detectNode: Detector = async ({ appDir, indexes, log }) => {
   if (manager.declared !== undefined) evidence.push(`packageManager ${manager.declared}`);
   const exe = managerCommand(manager);
   const steps: BuildStep[] = [];
-  if (needsInstall(pkg)) steps.push({ label: "install", command: installCommand(manager) });
-  else log(`No ${manager.name} install: package.json declares no dependencies and no install scripts.`);
+  if (needsInstall(pkg)) {
+    // Labelled "install" too: a deployment's own install command replaces both.
+    if (manager.name === "yarn" && !manager.berry && manager.lockfile && indexes.npm !== undefined) {
+      const text = await readText(join(appDir, manager.lockfile));
+      const rewrite = yarnClassicMirrorStep(manager.lockfile, text, indexes.npm);
+      if (rewrite) steps.push(rewrite);
+    }
+    steps.push({ label: "install", command: installCommand(manager) });
+  } else log(`No ${manager.name} install: package.json declares no dependencies and no install scripts.`);
   if (packageScript(pkg, "build") !== undefined) steps.push({ label: "build", command: `${exe} run build` });
   const detection: LanguageDetection = {
     language: "node",

@@ -128,7 +128,8 @@ describe("Node package managers: real builds in the sandbox", { skip }, () => {
     [
       "yarn classic (a v1 yarn.lock)",
       { "package.json": pkg("yarn-app"), "yarn.lock": YARN_CLASSIC_LOCK },
-      "node (package.json, yarn.lock): corepack yarn@1 install --frozen-lockfile; corepack yarn@1 run build; " +
+      "node (package.json, yarn.lock): sed -i -e 's|https://registry\\.yarnpkg\\.com/|https://registry.npmjs.org/|g' yarn.lock; " +
+        "corepack yarn@1 install --frozen-lockfile; corepack yarn@1 run build; " +
         "start: corepack yarn@1 start (node)",
       /^listening with yarn\/1\./,
     ],

@@ -213,9 +213,42 @@ describe("build plan: Node package managers", () => {
     assert.equal(classic.toolchainEnv?.npm_config_registry, "http://127.0.0.1:4873/");
     assert.equal(classic.toolchainEnv?.YARN_NPM_REGISTRY_SERVER, undefined, "classic reads npm's setting");
     assert.equal(classic.toolchainEnv?.YARN_DISABLE_SELF_UPDATE_CHECK, "true");
+    assert.equal(classic.toolchainEnv?.YARN_CACHE_FOLDER, "{home}/.cache/yarn", "never root's shared cache");
     const berry = await detect({ "package.json": APP, "yarn.lock": YARN_LOCK_4 }, mirror);
     assert.equal(berry.toolchainEnv?.YARN_NPM_REGISTRY_SERVER, "http://127.0.0.1:4873");
     assert.equal(berry.toolchainEnv?.YARN_ENABLE_TELEMETRY, "0");
+  });
+
+  it("Yarn 1 with a mirror: yarn.lock's public registry URLs point at the mirror before the install", async () => {
+    const lock = `${YARN_LOCK_1}ms@2.1.3:\n  resolved "https://registry.yarnpkg.com/ms/-/ms-2.1.3.tgz#574c"\n`;
+    const mirror = { npm: "http://10.0.0.5:4873/npm/", pipExtra: [] };
+    const found = await detect({ "package.json": APP, "yarn.lock": lock }, mirror);
+    assert.deepEqual(found.steps, [
+      {
+        label: "install",
+        command:
+          "sed -i -e 's|https://registry\\.yarnpkg\\.com/|http://10.0.0.5:4873/npm/|g' " +
+          "-e 's|https://registry\\.npmjs\\.org/|http://10.0.0.5:4873/npm/|g' yarn.lock",
+      },
+      { label: "install", command: "corepack yarn@1 install --frozen-lockfile" },
+      { label: "build", command: "corepack yarn@1 run build" },
+    ]);
+    // No mirror, a lockfile naming no public registry, or a URL sed cannot carry: the install alone.
+    for (const [text, indexes] of [
+      [lock, NO_INDEXES],
+      [YARN_LOCK_1, mirror],
+      [lock, { npm: "http://mirror.test/a&b|c", pipExtra: [] }],
+    ] as [string, PackageIndexes][]) {
+      const plain = await detect({ "package.json": APP, "yarn.lock": text }, indexes);
+      assert.equal(plain.commands[0], "corepack yarn@1 install --frozen-lockfile", JSON.stringify(indexes));
+    }
+    const berryLock = `${YARN_LOCK_4}\n"ms@npm:2.1.3":\n  resolution: "https://registry.yarnpkg.com/ms/-/ms-2.1.3.tgz"\n`;
+    const berry = await detect({ "package.json": APP, "yarn.lock": berryLock }, mirror);
+    assert.equal(
+      berry.commands[0],
+      "corepack yarn@4 install --immutable",
+      "berry reads its registry setting",
+    );
   });
 
   it("reads the manager's major from its lockfile", () => {
