@@ -222,7 +222,12 @@ export function nodeEnv(m: NodeManager, indexes: PackageIndexes, caBundle?: stri
   if (caBundle !== undefined) env.NODE_EXTRA_CA_CERTS = caBundle;
   if (indexes.npm !== undefined) {
     env.npm_config_registry = indexes.npm;
-    if (m.berry) env.YARN_NPM_REGISTRY_SERVER = indexes.npm.replace(/\/+$/, "");
+    if (m.berry) {
+      env.YARN_NPM_REGISTRY_SERVER = indexes.npm.replace(/\/+$/, "");
+      // Yarn 2+ refuses a plain-http registry unless its host is listed (only localhost is by default).
+      const url = URL.canParse(indexes.npm) ? new URL(indexes.npm) : undefined;
+      if (url?.protocol === "http:") env.YARN_UNSAFE_HTTP_WHITELIST = url.hostname.replace(/^\[|\]$/g, "");
+    }
   }
   // Yarn would otherwise call its own hosts (telemetry, the classic update check), beyond the registry.
   if (m.berry) env.YARN_ENABLE_TELEMETRY = "0";

@@ -217,6 +217,16 @@ describe("build plan: Node package managers", () => {
     const berry = await detect({ "package.json": APP, "yarn.lock": YARN_LOCK_4 }, mirror);
     assert.equal(berry.toolchainEnv?.YARN_NPM_REGISTRY_SERVER, "http://127.0.0.1:4873");
     assert.equal(berry.toolchainEnv?.YARN_ENABLE_TELEMETRY, "0");
+    assert.equal(
+      berry.toolchainEnv?.YARN_UNSAFE_HTTP_WHITELIST,
+      "127.0.0.1",
+      "a plain-http mirror is allowed",
+    );
+    const https = await detect(
+      { "package.json": APP, "yarn.lock": YARN_LOCK_4 },
+      { npm: "https://npm.mirror.test/", pipExtra: [] },
+    );
+    assert.equal(https.toolchainEnv?.YARN_UNSAFE_HTTP_WHITELIST, undefined);
   });
 
   it("Yarn 1 with a mirror: yarn.lock's public registry URLs point at the mirror before the install", async () => {
