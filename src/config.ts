@@ -107,6 +107,8 @@ export interface Config {
     sourceBytes: number;
     sourceMaxFiles: number;
     buildDiskBytes: number;
+    /** One deployment's dependency cache, reused by builds with the same lockfile (SLIPWAY_BUILD_CACHE_MB). */
+    buildCacheBytes: number;
     /** How long one build may take before it fails (SLIPWAY_BUILD_TIMEOUT_S). */
     buildTimeoutMs: number;
     /** Builds one workspace may run at once; more wait in a queue fair across workspaces. */

@@ -24,6 +24,7 @@ describe("config", () => {
       sourceBytes: 1024 ** 3,
       sourceMaxFiles: 100_000,
       buildDiskBytes: 4096 * 1024 * 1024,
+      buildCacheBytes: 2048 * 1024 * 1024,
       buildTimeoutMs: 900_000,
       buildsPerWorkspace: 2,
       logLinesPerS: 1000,
@@ -56,7 +57,9 @@ describe("config", () => {
       SLIPWAY_SOURCE_LIMIT_BYTES: "2048",
       SLIPWAY_SOURCE_MAX_FILES: "10",
       SLIPWAY_BUILD_DISK_LIMIT_MB: "5",
+      SLIPWAY_BUILD_CACHE_MB: "0",
     });
+    assert.equal(c.limits.buildCacheBytes, 0, "0 keeps no dependency cache");
     assert.deepEqual(
       {
         sourceBytes: c.limits.sourceBytes,

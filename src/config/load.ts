@@ -140,6 +140,7 @@ export function loadConfig(env: Env = process.env): Config {
       sourceBytes: intVar(env, "SLIPWAY_SOURCE_LIMIT_BYTES", 1024 ** 3, 1024, 1024 ** 4),
       sourceMaxFiles: intVar(env, "SLIPWAY_SOURCE_MAX_FILES", 100_000, 1, 100_000_000),
       buildDiskBytes: intVar(env, "SLIPWAY_BUILD_DISK_LIMIT_MB", 4096, 1, 1024 * 1024) * 1024 * 1024,
+      buildCacheBytes: intVar(env, "SLIPWAY_BUILD_CACHE_MB", 2048, 0, 1024 * 1024) * 1024 * 1024,
       buildTimeoutMs: intVar(env, "SLIPWAY_BUILD_TIMEOUT_S", 900, 1, 86_400) * 1000,
       buildsPerWorkspace: intVar(env, "SLIPWAY_BUILDS_PER_WORKSPACE", 2, 1, 1000),
       logLinesPerS: intVar(env, "SLIPWAY_LOG_LINES_PER_S", 1000, 1, 1_000_000),

@@ -8,6 +8,8 @@ export interface LocalLimits {
   sourceMaxFiles: number;
   /** The revision's directory while install and build run. */
   buildDiskBytes: number;
+  /** One deployment's dependency cache (SLIPWAY_BUILD_CACHE_MB; default 2 GiB, build/cache.ts). */
+  buildCacheBytes?: number;
 }
 
 export const DEFAULT_LIMITS: LocalLimits = {
