@@ -2,6 +2,7 @@ import { readFile, realpath, rename, writeFile } from "node:fs/promises";
 import { resolve } from "node:path";
 import { fail, insideSource, isObject } from "./config-checks.ts";
 import { readEnv, readFrameworkKeys } from "./framework-config.ts";
+import { readDockerfileKeys } from "./plan/dockerfile.ts";
 
 // Builds and detectors fail through it; it lives beside the path checks both config readers share.
 export { fail };
@@ -96,6 +97,10 @@ export interface AppConfig {
   nodeVersion?: string;
   /** Framework config `dockerfile_lines`: appended to an image's Containerfile after the build steps. */
   dockerfileLines?: string[];
+  /** `"dockerfile"`: the source's own Dockerfile (or Containerfile), relative to it. */
+  dockerfile?: string;
+  /** `"build_args"`: `--build-arg`s of a Dockerfile build (never secrets). */
+  buildArgs?: Record<string, string>;
 }
 
 /**
@@ -113,6 +118,8 @@ export const ACTED_ON_KEYS: readonly string[] = [
   "python_version",
   "node_version",
   "dockerfile_lines",
+  "dockerfile",
+  "build_args",
 ];
 
 /**
@@ -168,6 +175,7 @@ export async function readAppConfig(
     fail(log, `${where}: "redis" must be true or false`);
   }
   const framework = await readFrameworkKeys(appDir, file, where, log);
+  const docker = await readDockerfileKeys(appDir, file, where, log);
   return {
     ...(start === undefined ? {} : { start }),
     ...(worker === undefined ? {} : { worker }),
@@ -176,6 +184,7 @@ export async function readAppConfig(
     env,
     ...(file.redis === true ? { redis: true } : {}),
     ...framework,
+    ...docker,
   };
 }
 

@@ -1,6 +1,7 @@
 import { mkdir, rm, stat } from "node:fs/promises";
 import { type BuildRecord, readBuildRecord, writeBuildRecord } from "../build/app-config.ts";
 import { withDiskLimit } from "../build/disk-limit.ts";
+import { buildFromDockerfile } from "../build/dockerfile.ts";
 import { fetchImage, imagePresent, imageRecord } from "../build/image-source.ts";
 import { buildDiskExceeded, type LocalLimits } from "../build/limits.ts";
 import type { PackageIndexes } from "../build/plan/detection.ts";
@@ -99,6 +100,26 @@ export async function buildRevision(h: PhaseHandles, spec: RevisionSpec, ctx: Ph
         indexes: h.indexes,
         log,
       });
+      if (plan.kind === "dockerfile") {
+        // podman builds it outside the sandbox; it then runs as a container revision (kind "image").
+        const built = await buildFromDockerfile({
+          containers: h.containers,
+          dataDir: h.layout.dataDir,
+          workspaceId: spec.workspaceId,
+          deploymentId: spec.deploymentId,
+          revisionId: spec.revisionId,
+          appDir,
+          revisionDir,
+          plan,
+          diskLimitBytes: h.limits.buildDiskBytes,
+          signal: ctx.signal,
+          log,
+        });
+        if (ctx.signal.aborted) throw abortError(ctx.signal);
+        await writeBuildRecord(h.layout.buildRecord(spec.deploymentId, spec.revisionId), built);
+        log("Build finished.");
+        return;
+      }
       const confined = await h.confiner.confine(spec.deploymentId, appDir, true);
       if (!confined.sandboxed) log(UNSANDBOXED_WARNING);
       // The app runs where it was built (/app in the sandbox), with the PATH and HOME it was built with.

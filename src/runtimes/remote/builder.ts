@@ -106,6 +106,12 @@ export class PodmanImageBuilder implements ImageBuilder {
         indexes: this.o.indexes,
         log,
       });
+      if (plan.kind !== "process") {
+        // A static site is served by the local runtime; a listener's image needs a server in it.
+        const message = `a ${plan.kind} build is not yet made into a listener's image; deploy it to the local runtime`;
+        log(`error: ${message}`);
+        throw new BuildError(message);
+      }
       const file = join(dir, "Containerfile");
       await writeFile(
         file,

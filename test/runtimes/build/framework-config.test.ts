@@ -173,7 +173,7 @@ describe("framework config keys", () => {
       log: () => {},
     });
     assert.deepEqual(plan.env, { A: "1" });
-    assert.deepEqual(plan.dockerfileLines, ["RUN true"]);
+    assert.deepEqual(plan.kind === "process" && plan.dockerfileLines, ["RUN true"]);
   });
 
   it("python_version reaches the Python build's choice of interpreter", async () => {

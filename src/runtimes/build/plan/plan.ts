@@ -1,9 +1,10 @@
 import { fail, readAppConfig } from "../app-config.ts";
 import type { Detector, LanguageDetection, PackageIndexes } from "./detection.ts";
+import { dockerfilePlan, rootDockerfile } from "./dockerfile.ts";
 import { detectNode } from "./node.ts";
 import { readProcfile } from "./procfile.ts";
 import { detectPython } from "./python.ts";
-import type { BuildStep, ProcessPlan } from "./types.ts";
+import type { BuildStep, DockerfilePlan, ProcessPlan } from "./types.ts";
 
 /** What a build is planned from: the source, and what its deployment and revision say. */
 export interface PlanInput {
@@ -51,9 +52,11 @@ function startOf(
  * log (`slipway: detected …`). Precedence, highest first: the deployment's install and build
  * commands; the app config; a Procfile; what the language detector found.
  */
-export async function planBuild(input: PlanInput): Promise<ProcessPlan> {
+export async function planBuild(input: PlanInput): Promise<ProcessPlan | DockerfilePlan> {
   const { appDir, configPath, log } = input;
   const config = await readAppConfig(appDir, configPath, log);
+  // A Dockerfile the app config names is what it asks for: no language is detected around it.
+  if (config.dockerfile !== undefined) return dockerfilePlan(appDir, config.dockerfile, config, log);
   let detection: LanguageDetection | undefined;
   for (const detect of DETECTORS) {
     detection = await detect({ appDir, config, indexes: input.indexes, log });
@@ -63,11 +66,14 @@ export async function planBuild(input: PlanInput): Promise<ProcessPlan> {
   const procfile = await readProcfile(appDir);
   const start = startOf(config.start, procfile?.web, detection);
   if (start === undefined) {
+    // A root Dockerfile only when nothing else starts the app: a Node app shipping one stays a process.
+    const rootFile = await rootDockerfile(appDir);
+    if (rootFile !== undefined) return dockerfilePlan(appDir, rootFile, config, log);
     const where = configPath ? `app config "${configPath}"` : "app config";
     fail(
       log,
       `no start command: the ${where} has no "start" command, there is no Procfile with a web: line, ` +
-        `package.json has no "start" script, and there is no app.py or main.py at the root`,
+        `package.json has no "start" script, there is no app.py or main.py at the root, and no Dockerfile or Containerfile`,
     );
   }
   const worker = config.worker ?? procfile?.worker;

@@ -264,7 +264,7 @@ describe("python builds", () => {
       extra: { "main.py": "print(1)\n", "requirements.txt": "" },
     });
     const plan = await planBuild({ appDir: src, indexes: { pipExtra: [] }, log: () => {} });
-    assert.equal(plan.start, "python main.py");
+    assert.equal(plan.kind === "process" && plan.start, "python main.py");
     assert.deepEqual(plan.cache, { dirs: [".venv"], keyFiles: ["requirements.txt"] });
     assert.equal(existsSync(join(src, ".venv")), false, "planning runs nothing");
   });

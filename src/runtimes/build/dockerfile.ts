@@ -1,0 +1,145 @@
+import { mkdir, readFile, rm, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import type { Engine } from "../engine/engine.ts";
+import type { EngineFinder } from "../engine/finder.ts";
+import { BuildError } from "../interface.ts";
+import { abortError, describeExit, run } from "../shared/exec.ts";
+import type { BuildRecord } from "./app-config.ts";
+import { withDiskLimit } from "./disk-limit.ts";
+import { imageVersion, inspectImage } from "./image.ts";
+import { buildDiskExceeded } from "./limits.ts";
+import type { DockerfilePlan } from "./plan/types.ts";
+
+/** podman's limits, said again on the command line (as the listener's builder does): RUN steps must not inherit the host's. */
+const ULIMITS = ["--ulimit", "nofile=1024:1024", "--ulimit", "nproc=1024:1024"];
+
+/** What a Dockerfile build of one revision needs. */
+export interface DockerfileBuild {
+  containers: EngineFinder;
+  dataDir: string;
+  /** Whose layers these are: the storage root is this workspace's (the deployment's when unknown). */
+  workspaceId: string | undefined;
+  deploymentId: string;
+  revisionId: string;
+  appDir: string;
+  /** The revision's directory: the file with `dockerfile_lines` and the image archive go there. */
+  revisionDir: string;
+  plan: DockerfilePlan;
+  diskLimitBytes: number;
+  signal: AbortSignal;
+  log: (line: string) => void;
+}
+
+/** The workspace's own image store: no tenant's build ever sees another's layers or base images. */
+export function workspaceStorage(dataDir: string, workspaceId: string): { root: string; runroot: string } {
+  // Becomes a directory name: only a plain token may.
+  if (!/^[A-Za-z0-9][A-Za-z0-9_-]*$/.test(workspaceId))
+    throw new Error(`not a plain workspace id: ${JSON.stringify(workspaceId)}`);
+  return {
+    root: join(dataDir, "builds", "storage", workspaceId),
+    runroot: join(dataDir, "builds", "runroot", workspaceId),
+  };
+}
+
+/** podman's `STEP n/m: …` lines and its final `Error: …` line, for a failure that names the step. */
+class StepTracker {
+  step = "";
+  error = "";
+  line = (line: string) => {
+    const t = line.trim();
+    if (/^STEP \d+\/\d+: /.test(t)) this.step = t;
+    else if (t.startsWith("Error: ")) this.error = t;
+  };
+  /** `the Dockerfile failed at STEP 3/4: RUN false (exit code 1)`; podman's own words otherwise. */
+  message(exit: string): string {
+    const code = /exit status (\d+)/.exec(this.error)?.[1];
+    if (this.step !== "" && code !== undefined)
+      return `the Dockerfile failed at ${this.step} (exit code ${code})`;
+    const said = this.error === "" ? "" : `: ${this.error.replace(/^Error: /, "")}`;
+    return `podman build ${exit}${this.step === "" ? "" : ` at ${this.step}`}${said}`;
+  }
+}
+
+/**
+ * Builds a revision from its source's own Dockerfile with podman, outside the sandbox (podman
+ * cannot run in bubblewrap), in the workspace's storage root under the build disk limit and the
+ * caller's signal (the build time limit). The image is then moved into the engine's default store,
+ * where image revisions run, and its record returned: it runs as a container revision.
+ */
+export async function buildFromDockerfile(b: DockerfileBuild): Promise<BuildRecord> {
+  const engine = await b.containers.usable();
+  if (engine?.name !== "podman")
+    fail(b.log, "a Dockerfile is built with podman, which is not usable on this server");
+  const storage = workspaceStorage(b.dataDir, b.workspaceId ?? b.deploymentId);
+  await mkdir(storage.root, { recursive: true });
+  await mkdir(storage.runroot, { recursive: true });
+  const store = ["--root", storage.root, "--runroot", storage.runroot];
+  // Image names are lowercase; both ids are plain tokens (the layout checked them).
+  const ref = `localhost/slipway-build/${b.deploymentId}:${b.revisionId}`.toLowerCase();
+
+  // A copy with dockerfile_lines appended, outside the source (never part of the build context).
+  const file = join(b.revisionDir, "Dockerfile.slipway");
+  const text = await readFile(join(b.appDir, b.plan.file), "utf8");
+  const extra = b.plan.extraLines.length > 0 ? `\n${b.plan.extraLines.join("\n")}\n` : "";
+  await writeFile(file, `${text}${extra}`);
+  const buildArgs = Object.entries(b.plan.buildArgs).flatMap(([k, v]) => ["--build-arg", `${k}=${v}`]);
+
+  const steps = new StepTracker();
+  const exceeded = () => buildDiskExceeded(b.diskLimitBytes);
+  const limit = { dir: storage.root, limitBytes: b.diskLimitBytes, signal: b.signal, exceeded, log: b.log };
+  const result = await withDiskLimit(limit, (signal) =>
+    podman(
+      engine,
+      [...store, "build", ...ULIMITS, ...buildArgs, "--file", file, "--tag", ref, b.appDir],
+      signal,
+      (line) => {
+        steps.line(line);
+        b.log(line);
+      },
+    ),
+  );
+  if (result.code !== 0) fail(b.log, steps.message(describeExit(result)));
+
+  // podman save | podman load: each store is opened by its own podman with its own locks (a push to
+  // `containers-storage:[…]` would open the default store from the workspace store's process).
+  const archive = join(b.revisionDir, "image.tar");
+  try {
+    await must(b, engine, [...store, "save", "--format", "docker-archive", "--output", archive, ref], "save");
+    await must(b, engine, ["load", "--input", archive], "load");
+  } finally {
+    await rm(archive, { force: true });
+  }
+  const found = await inspectImage(engine, ref);
+  if (found === undefined) fail(b.log, `the built image ${ref} is not in podman's store after loading it`);
+  const version = imageVersion(ref, found);
+  b.log(`Image ${ref} is ${found.id.replace(/^sha256:/, "").slice(0, 12)}; it runs as a container.`);
+  return {
+    version: 1,
+    kind: "image",
+    image: found.id,
+    ref,
+    imageVersion: version,
+    healthcheck: b.plan.healthcheck,
+    env: b.plan.env,
+  };
+}
+
+function fail(log: (line: string) => void, message: string): never {
+  log(`error: ${message}`);
+  throw new BuildError(message);
+}
+
+function podman(engine: Engine, args: string[], signal: AbortSignal, onLine: (line: string) => void) {
+  onLine(`$ podman ${args.join(" ")}`);
+  return run(engine.name, args, { cwd: "/", env: engine.env, signal, onLine });
+}
+
+async function must(b: DockerfileBuild, engine: Engine, args: string[], what: string): Promise<void> {
+  let last = "";
+  const result = await podman(engine, args, b.signal, (line) => {
+    if (line.trim()) last = line.trim();
+    b.log(line);
+  });
+  if (b.signal.aborted) throw abortError(b.signal);
+  if (result.code !== 0) fail(b.log, `podman ${what} ${describeExit(result)}${last ? `: ${last}` : ""}`);
+}
