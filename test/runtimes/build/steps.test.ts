@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { after, describe, it } from "node:test";
 import { detectNode } from "../../../src/runtimes/build/plan/node.ts";
 import { withGivenCommands } from "../../../src/runtimes/build/plan/plan.ts";
+import { failureSummary } from "../../../src/runtimes/build/steps.ts";
 import { BuildError } from "../../../src/runtimes/interface.ts";
 import {
   alive,
@@ -166,7 +167,11 @@ describe("local runtime: build", () => {
     await rt.prepare(s, ctx);
     await assert.rejects(rt.build(s, ctx), (err: unknown) => {
       assert.ok(err instanceof BuildError);
-      assert.match(err.message, /install command .* exited with code 7/);
+      // The step's own last lines, not only its exit code: they become the status_message.
+      assert.equal(
+        err.message,
+        "install command \"echo 'resolving deps'; echo 'E404 not found: left-pad' >&2; exit 7\" exited with code 7: resolving deps | E404 not found: left-pad",
+      );
       return true;
     });
     assert.ok(ctx.lines.build.includes("E404 not found: left-pad"));
@@ -180,7 +185,71 @@ describe("local runtime: build", () => {
     const s = spec({ kind: "directory", path: writeApp(tempDir()) }, { buildCommand: "false" });
     const ctx = phase();
     await rt.prepare(s, ctx);
-    await assert.rejects(rt.build(s, ctx), /build command "false" exited with code 1/);
+    await assert.rejects(rt.build(s, ctx), { message: 'build command "false" exited with code 1' });
+  });
+
+  it("a failing shell step's message carries its error lines, not the noise before them", async () => {
+    const rt = newRuntime(tempDir());
+    const noise = Array.from({ length: 60 }, (_, i) => `echo step ${i}`).join("; ");
+    const s = spec(
+      { kind: "directory", path: writeApp(tempDir()) },
+      {
+        buildCommand: `${noise}; echo 'ERROR: config.yml: unknown key "sevrer"' >&2; echo 'hint: see the docs'; exit 2`,
+      },
+    );
+    const ctx = phase();
+    await rt.prepare(s, ctx);
+    await assert.rejects(rt.build(s, ctx), (err: unknown) => {
+      assert.ok(err instanceof BuildError);
+      assert.match(
+        err.message,
+        /^build command ".*" exited with code 2: ERROR: config\.yml: unknown key "sevrer"$/,
+      );
+      return true;
+    });
+    assert.match(ctx.text("build"), /^error: build command .* exited with code 2: ERROR: config\.yml/m);
+  });
+
+  it("a failing npm install names the package npm could not find", async () => {
+    const rt = newRuntime(tempDir());
+    const missing = "slipway-test-no-such-package-28";
+    const src = writeApp(tempDir(), {
+      extra: { "package.json": JSON.stringify({ name: "x", dependencies: { [missing]: "1.0.0" } }) },
+    });
+    const s = spec({ kind: "directory", path: src });
+    const ctx = phase();
+    await rt.prepare(s, ctx);
+    await assert.rejects(rt.build(s, ctx), (err: unknown) => {
+      assert.ok(err instanceof BuildError);
+      assert.match(
+        err.message,
+        /^install command "npm install" exited with code 1: npm (error|ERR!) 404 Not Found - GET \S+ \| /,
+      );
+      assert.ok(err.message.includes(`'${missing}@1.0.0'`), err.message);
+      assert.ok(err.message.length < 600, err.message);
+      assert.ok(!err.message.includes("complete log"), err.message);
+      return true;
+    });
+  });
+
+  it("the summary prefers error lines, drops repeats and noise, and is capped", () => {
+    assert.equal(failureSummary(["a", "b", "c", "d", "e", "f", ""]), "b | c | d | e | f");
+    assert.equal(failureSummary([]), "");
+    assert.equal(
+      failureSummary([
+        "Collecting nosuchpkg",
+        "ERROR: Could not find a version",
+        "ERROR: No matching distribution found for nosuchpkg",
+      ]),
+      "ERROR: Could not find a version | ERROR: No matching distribution found for nosuchpkg",
+    );
+    assert.equal(
+      failureSummary(["npm error 404", "npm error 404", "npm error x ERR_Y", "npm error x ERR_Y"]),
+      "npm error x ERR_Y",
+    );
+    const long = failureSummary(Array.from({ length: 9 }, (_, i) => `error ${i}: ${"x".repeat(200)}`));
+    assert.equal(long.length, 500);
+    assert.ok(long.endsWith("…"));
   });
 
   for (const [title, files, path, expected] of [
