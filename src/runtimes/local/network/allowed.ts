@@ -26,6 +26,32 @@ async function addressesOf(url: URL, resolve: (host: string) => Promise<string[]
   return resolve(host).catch(() => []);
 }
 
+const systemResolve = async (host: string) => (await lookup(host, { all: true })).map((a) => a.address);
+
+/** Where a mirror listens: an address (its host's) and a port (the URL's, else its scheme's). */
+export interface MirrorEndpoint {
+  address: string;
+  port: number;
+  /** On the host's loopback: forwarded into the namespace (loopback-forward.ts). */
+  loopback: boolean;
+}
+
+const isLoopback = (address: string) => address.startsWith("127.") || address === "::1";
+
+/** The configured mirrors' endpoints (npm's default registry is public: never one of them). */
+export async function mirrorEndpoints(
+  mirrors: readonly string[],
+  resolve: (host: string) => Promise<string[]> = systemResolve,
+): Promise<MirrorEndpoint[]> {
+  const out = new Map<string, MirrorEndpoint>();
+  for (const url of mirrorUrls(mirrors).configured) {
+    const port = Number(url.port || (url.protocol === "https:" ? 443 : 80));
+    for (const address of await addressesOf(url, resolve))
+      out.set(`${address} ${port}`, { address, port, loopback: isLoopback(address) });
+  }
+  return [...out.values()];
+}
+
 export interface AllowInput {
   egress: "internet" | "none";
   egressAllow: string[];
@@ -36,8 +62,6 @@ export interface AllowInput {
   resolve?: (host: string) => Promise<string[]>;
 }
 
-const systemResolve = async (host: string) => (await lookup(host, { all: true })).map((a) => a.address);
-
 export async function allowedDestinations(a: AllowInput): Promise<string[]> {
   const resolve = a.resolve ?? systemResolve;
   const { configured, npmDefault } = mirrorUrls(a.mirrors);
@@ -47,6 +71,6 @@ export async function allowedDestinations(a: AllowInput): Promise<string[]> {
   const out = new Set<string>(a.egressAllow);
   for (const r of resolvers(a.resolvConf)) out.add(r);
   for (const url of urls) for (const addr of await addressesOf(url, resolve)) out.add(addr);
-  // Loopback is the namespace's own: a host's loopback service is not reachable from it.
-  return [...out].filter((c) => !c.startsWith("127.") && c !== "::1");
+  // Loopback is the namespace's own: a host loopback mirror is forwarded into it, port by port.
+  return [...out].filter((c) => !isLoopback(c));
 }

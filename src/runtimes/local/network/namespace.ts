@@ -5,6 +5,7 @@ import { isIP } from "node:net";
 import { AddressSlots, addressesOf } from "./addresses.ts";
 import { run } from "./commands.ts";
 import { gateElement, hostTableScript, NAMESPACE_RANGE, namespaceScript } from "./firewall.ts";
+import { MirrorAccess } from "./mirror-access.ts";
 import { PostgresGate } from "./pg-gate.ts";
 
 /**
@@ -18,6 +19,8 @@ export interface NetworkOptions {
   egress: "internet" | "none";
   /** SLIPWAY_APP_EGRESS_ALLOW, and the resolvers and package mirrors (network/allowed.ts). */
   allow: string[];
+  /** config.sandbox.mirrors: reachable from every namespace at their own URLs (mirror-access.ts). */
+  mirrors?: readonly string[];
   /** Host table name and veth prefix (2 letters): tests use their own. */
   table?: string;
   prefix?: string;
@@ -54,12 +57,14 @@ export class NetworkNamespaces {
   private readonly made = new Map<string, Promise<DeploymentNetwork>>();
   private readonly gates = new Map<string, Promise<PostgresGate>>();
   private hostTable: Promise<void> | undefined;
+  private readonly mirrors: MirrorAccess;
 
   constructor(private readonly o: NetworkOptions) {
     this.table = o.table ?? "slipway";
     this.prefix = o.prefix ?? "sw";
     this.namePrefix = o.namePrefix ?? "slipway-";
     this.slotsDir = o.slotsDir ?? "/run/slipway/netns-slots";
+    this.mirrors = new MirrorAccess(this.table, o.mirrors ?? []);
     this.slots = new AddressSlots(this.slotsDir, (name) => existsSync(`${NETNS_DIR}/${name}`));
   }
 
@@ -103,6 +108,7 @@ export class NetworkNamespaces {
     const exists = existsSync(net.path);
     if (exists && (await this.intact(net))) {
       await this.loadPolicy(net);
+      await this.mirrors.open(deploymentId, net);
       return net;
     }
     try {
@@ -134,8 +140,10 @@ export class NetworkNamespaces {
         "net.ipv4.conf.eth0.route_localnet=1",
       ]);
       await this.loadPolicy(net);
+      await this.mirrors.open(deploymentId, net);
       return net;
     } catch (err) {
+      await this.mirrors.close(deploymentId);
       await this.destroy(net, index);
       throw err;
     }
@@ -232,6 +240,7 @@ export class NetworkNamespaces {
   /** Removes the deployment's namespace, veth and gate (after its processes have ended). */
   async remove(deploymentId: string): Promise<void> {
     await this.stopGate(deploymentId);
+    await this.mirrors.close(deploymentId);
     const { name, hostIf } = this.names(deploymentId);
     const known = await this.made.get(deploymentId)?.catch(() => undefined);
     this.made.delete(deploymentId);

@@ -105,7 +105,11 @@ export class Confiner {
       if (!probe.ok || (await this.choose()).system === undefined) return { probe };
       const { egress, egressAllow } = this.egress;
       const allow = await allowedDestinations({ egress, egressAllow, mirrors: this.egress.mirrors ?? [] });
-      return { probe, namespaces: this.egress.namespaces ?? new NetworkNamespaces({ egress, allow }) };
+      const mirrors = this.egress.mirrors ?? [];
+      return {
+        probe,
+        namespaces: this.egress.namespaces ?? new NetworkNamespaces({ egress, allow, mirrors }),
+      };
     })();
     return this.networking;
   }
