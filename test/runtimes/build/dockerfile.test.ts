@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
 import { chmodSync, existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
@@ -176,6 +177,46 @@ describe("local runtime: a source's own Dockerfile", () => {
     assert.ok(statuses.length > 0);
     assert.deepEqual([...new Set(statuses)], [200], "every request answered while switching");
     assert.equal((await hit(rt, s1.deploymentName)).body, "built with v3\n");
+  });
+
+  it("a restarted server replaces the containers its killed predecessor left", { skip }, async (t) => {
+    assert.ok(engine && images);
+    const s = spec({ kind: "directory", path: dockerfileApp(base) }, { workspaceId: "ws-a" });
+    built.push(`localhost/slipway-build/${s.deploymentId}:${s.revisionId}`.toLowerCase());
+    const host = spawn(
+      process.execPath,
+      [
+        "--import",
+        "tsx",
+        join(import.meta.dirname, "..", "..", "helpers", "container-host.ts"),
+        dataDir,
+        JSON.stringify(s),
+      ],
+      { stdio: ["ignore", "pipe", "inherit"] },
+    );
+    t.after(() => {
+      if (host.exitCode === null && host.signalCode === null) host.kill("SIGKILL");
+    });
+    await new Promise<void>((resolve, reject) => {
+      let out = "";
+      host.stdout.on("data", (d: Buffer) => {
+        out += d.toString();
+        if (out.includes("ready\n")) resolve();
+      });
+      host.once("exit", (code) => reject(new Error(`the host exited with ${code}`)));
+    });
+    const exited = new Promise((resolve) => host.once("exit", resolve));
+    host.kill("SIGKILL");
+    await exited;
+    const rt = newRuntime(dataDir, { healthTimeoutMs: 90_000 });
+    runtimes.push(rt);
+    const [left] = await images.containers(rt.containers.owner, s.deploymentId);
+    assert.ok(left, "the killed server's container is still there");
+    await rt.activate(s, phase());
+    const now = await images.containers(rt.containers.owner, s.deploymentId);
+    assert.equal(now.length, 1, now.join(", "));
+    assert.notEqual(now[0], left, "the leftover is gone; one new container serves");
+    assert.equal((await hit(rt, s.deploymentName)).body, "built with none\n");
   });
 
   it("keeps each workspace's layers in its own store", { skip }, async () => {
