@@ -17,6 +17,7 @@ import {
 import { probeNetworkNamespaces } from "../../../../src/runtimes/local/network/probe.ts";
 import { bwrapSkip } from "../../../helpers/bwrap.ts";
 import { cleanupTemp, newRuntime, phase, spec, tempDir, writeApp } from "../../../helpers/local-runtime.ts";
+import { makeWheel, type PythonIndex, startPythonIndex } from "../../../helpers/python-index.ts";
 
 // Real namespaces of this test's own names (removed in `after`), HTTP servers on the host's
 // loopback and on one of its own addresses: only configured mirrors are reachable from inside.
@@ -63,6 +64,8 @@ describe("package mirrors reachable from a deployment's namespace at their own U
   let loopOther: { port: number; url: string };
   let hostIndex: { url: string } | undefined;
   let hostOther: { url: string } | undefined;
+  let pypi: PythonIndex;
+  let wheels: string;
 
   before(async () => {
     slots = await mkdtemp(join(tmpdir(), "slipway-mirror-slots-"));
@@ -77,7 +80,10 @@ describe("package mirrors reachable from a deployment's namespace at their own U
       hostIndex = await up(hostAddress, "index on a host address");
       hostOther = await up(hostAddress, "another host service");
     }
-    const mirrors = [loopIndex.url, ...(hostIndex ? [hostIndex.url] : [])];
+    wheels = await mkdtemp(join(tmpdir(), "slipway-mirror-wheels-"));
+    makeWheel(wheels, "greetlib", "1.0", { "greetlib/__init__.py": 'GREETING = "hello from greetlib"\n' });
+    pypi = await startPythonIndex([wheels]);
+    const mirrors = [loopIndex.url, pypi.url, ...(hostIndex ? [hostIndex.url] : [])];
     namespaces = new NetworkNamespaces({
       // "none": only what is allowed gets out, so the mirrors pass because they are mirrors.
       egress: "none",
@@ -92,8 +98,10 @@ describe("package mirrors reachable from a deployment's namespace at their own U
   });
   after(async () => {
     for (const s of servers) s.close();
+    await pypi?.close();
     await namespaces?.closeAll();
     await rm(slots, { recursive: true, force: true });
+    if (wheels) await rm(wheels, { recursive: true, force: true });
     cleanupTemp();
   });
 
@@ -169,6 +177,48 @@ describe("package mirrors reachable from a deployment's namespace at their own U
       return true;
     });
     await rt.close();
+  });
+
+  it("a sandboxed pip install fetches from the loopback index; a missing requirement is named", async () => {
+    const rt = newRuntime(tempDir(), {
+      sandbox: "bwrap",
+      uidRange: RANGE,
+      packageIndexes: { pip: pypi.url, pipExtra: [] },
+      egress: { egress: "none", egressAllow: [], mirrors: [pypi.url], namespaces },
+    });
+    try {
+      const app = (requirements: string) =>
+        spec(
+          {
+            kind: "directory",
+            path: writeApp(tempDir(), {
+              config: undefined,
+              extra: { "app.py": "import greetlib\n", "requirements.txt": requirements },
+            }),
+          },
+          { frameworkConfigPath: undefined },
+        );
+      const ok = app("greetlib==1.0\n");
+      const ctx = phase();
+      await rt.prepare(ok, ctx);
+      await rt.build(ok, ctx);
+      assert.match(ctx.text("build"), /Successfully installed greetlib-1\.0/);
+      assert.ok(pypi.asked.includes("greetlib"));
+
+      const missing = app("greetlib==1.0\nno-such-package==2.0\n");
+      const ctx2 = phase();
+      await rt.prepare(missing, ctx2);
+      await assert.rejects(rt.build(missing, ctx2), (err: unknown) => {
+        assert.ok(err instanceof BuildError);
+        assert.match(
+          err.message,
+          /^install command "pip install -r requirements\.txt" exited with code 1: .*ERROR: No matching distribution found for no-such-package==2\.0/,
+        );
+        return true;
+      });
+    } finally {
+      await rt.close();
+    }
   });
 
   it("lists each mirror's address and port, loopback ones marked", async () => {
