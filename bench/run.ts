@@ -14,8 +14,8 @@ import { combine, type LoadResult, load } from "./load.ts";
  * same bytes from memory — for list (20 a page), get, and a revision-creating PATCH, on PGlite and
  * on PostgreSQL with 10k deployments; on PostgreSQL also against the same list and get statements
  * behind bare routes (the database read's own ceiling); then start-up and idle memory, the time from
- * PATCH to DEPLOYED for a minimal app, and the cold start of a min_scale 0 app (scaled to zero →
- * first byte). `--scale` and `--side-by-side <checkout>` run the benches of scale.ts and
+ * PATCH to DEPLOYED for a minimal app, cold and warm builds (warm-build.ts), and the cold start of
+ * a min_scale 0 app (scaled to zero → first byte). `--scale` and `--side-by-side <checkout>` run the benches of scale.ts and
  * side-by-side.ts instead.
  */
 if (process.argv.includes("--scale")) {
@@ -211,6 +211,13 @@ if (process.env.BENCH_SKIP_DEPLOY !== "1") {
         `median ${times.median} ms (runs: ${times.runs.join(", ")} ms)`,
     );
   }
+}
+
+if (process.env.BENCH_SKIP_WARM_BUILD !== "1") {
+  // Builds that reuse the deployment's dependency cache (warm-build.ts): cold and warm, and their ratio.
+  const { warmBuilds, warmLine } = await import("./warm-build.ts");
+  for (const r of await warmBuilds(Number(process.env.BENCH_WARM_BUILDS ?? 3)))
+    console.log(`\n${warmLine(r)}`);
 }
 
 if (process.env.BENCH_SKIP_COLD_START !== "1") {

@@ -13,6 +13,7 @@ import type { EngineFinder } from "../engine/finder.ts";
 import { type PhaseContext, type PreparedSource, type RevisionSpec, SourceError } from "../interface.ts";
 import { abortError } from "../shared/exec.ts";
 import type { Layout } from "../shared/layout.ts";
+import { useBuildCache } from "./build-cache.ts";
 import { UNSANDBOXED_WARNING } from "./protections/refusals.ts";
 import type { Confiner } from "./sandbox/confine.ts";
 import { SANDBOX_APP_DIR } from "./sandbox/sandbox.ts";
@@ -128,18 +129,31 @@ export async function buildRevision(h: PhaseHandles, spec: RevisionSpec, ctx: Ph
         confined.env,
         confined.sandboxed ? SANDBOX_APP_DIR : appDir,
       );
+      const cached = await useBuildCache({
+        layout: h.layout,
+        confiner: h.confiner,
+        deploymentId: spec.deploymentId,
+        appDir,
+        language: plan.language,
+        steps: plan.steps,
+        cache: plan.cache,
+        sandboxed: confined.sandboxed,
+        capBytes: h.limits.buildCacheBytes,
+        log,
+      });
       const limitBytes = h.limits.buildDiskBytes;
       const exceeded = () => buildDiskExceeded(limitBytes);
       await withDiskLimit({ dir: revisionDir, limitBytes, signal: ctx.signal, exceeded, log }, (signal) =>
         runBuild({
           appDir,
-          steps: plan.steps,
+          steps: cached.steps,
           env: { ...confined.env, ...toolchain },
           wrap: confined.wrap,
           signal,
           log,
         }),
       );
+      await cached.save();
       record = {
         version: 1,
         kind: "process",
