@@ -1,11 +1,11 @@
-import { mkdir, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdir, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { Engine } from "../engine/engine.ts";
 import type { EngineFinder } from "../engine/finder.ts";
 import { BuildError } from "../interface.ts";
 import { abortError, describeExit, run } from "../shared/exec.ts";
 import type { BuildRecord } from "./app-config.ts";
-import { withDiskLimit } from "./disk-limit.ts";
+import { diskUsage, withDiskLimit } from "./disk-limit.ts";
 import { imageVersion, inspectImage } from "./image.ts";
 import { buildDiskExceeded } from "./limits.ts";
 import type { DockerfilePlan } from "./plan/types.ts";
@@ -84,21 +84,34 @@ export async function buildFromDockerfile(b: DockerfileBuild): Promise<BuildReco
   await writeFile(file, `${text}${extra}`);
   const buildArgs = Object.entries(b.plan.buildArgs).flatMap(([k, v]) => ["--build-arg", `${k}=${v}`]);
 
+  // podman's scratch space (a RUN step's rootfs is mounted there): per build, so one stopped past a
+  // limit is found and ended by it (runc puts a RUN step in a session of its own, outside podman's group).
+  const scratch = join(b.dataDir, "builds", "tmp", `${b.deploymentId}-${b.revisionId}`);
+  await mkdir(scratch, { recursive: true });
   const steps = new StepTracker();
   const exceeded = () => buildDiskExceeded(b.diskLimitBytes);
-  const limit = { dir: storage.root, limitBytes: b.diskLimitBytes, signal: b.signal, exceeded, log: b.log };
-  const result = await withDiskLimit(limit, (signal) =>
-    podman(
-      engine,
-      [...store, "build", ...ULIMITS, ...buildArgs, "--file", file, "--tag", ref, b.appDir],
-      signal,
-      (line) => {
-        steps.line(line);
-        b.log(line);
-      },
-    ),
-  );
-  if (result.code !== 0) fail(b.log, steps.message(describeExit(result)));
+  // The limit is on what this build adds: the store already holds the workspace's cached layers.
+  const before = await diskUsage(storage.root);
+  const limitBytes = before + b.diskLimitBytes;
+  const limit = { dir: storage.root, limitBytes, signal: b.signal, exceeded, log: b.log };
+  const buildEngine = { ...engine, env: { ...engine.env, TMPDIR: scratch } };
+  try {
+    const result = await withDiskLimit(limit, (signal) =>
+      podman(
+        buildEngine,
+        [...store, "build", ...ULIMITS, ...buildArgs, "--file", file, "--tag", ref, b.appDir],
+        signal,
+        (line) => {
+          steps.line(line);
+          b.log(line);
+        },
+      ),
+    );
+    if (result.code !== 0) fail(b.log, steps.message(describeExit(result)));
+  } finally {
+    await endRunSteps(engine, scratch);
+    await rm(scratch, { recursive: true, force: true });
+  }
 
   // podman save | podman load: each store is opened by its own podman with its own locks (a push to
   // `containers-storage:[…]` would open the default store from the workspace store's process).
@@ -122,6 +135,39 @@ export async function buildFromDockerfile(b: DockerfileBuild): Promise<BuildReco
     healthcheck: b.plan.healthcheck,
     env: b.plan.env,
   };
+}
+
+/** runc's state of root's containers, where buildah's RUN steps are listed too. */
+const RUNC_ROOT = "/run/runc";
+
+/**
+ * Ends the RUN steps a stopped podman left (their rootfs is under `scratch`), and unmounts what
+ * they left mounted there, so removing `scratch` never reaches into a container's files.
+ */
+async function endRunSteps(engine: Engine, scratch: string): Promise<void> {
+  let ids: string[] = [];
+  try {
+    ids = await readdir(RUNC_ROOT);
+  } catch {
+    // No runc state: nothing runs.
+  }
+  const quiet = { cwd: "/", env: engine.env, signal: new AbortController().signal, onLine: () => {} };
+  for (const id of ids) {
+    try {
+      const state: unknown = JSON.parse(await readFile(join(RUNC_ROOT, id, "state.json"), "utf8"));
+      const rootfs = (state as { config?: { rootfs?: unknown } }).config?.rootfs;
+      if (typeof rootfs === "string" && rootfs.startsWith(`${scratch}/`))
+        await run("runc", ["--root", RUNC_ROOT, "delete", "--force", id], quiet);
+    } catch {
+      // Gone meanwhile, or not a container's state.
+    }
+  }
+  const mounts = (await readFile("/proc/self/mountinfo", "utf8"))
+    .split("\n")
+    .map((l) => l.split(" ")[4] ?? "")
+    .filter((m) => m.startsWith(`${scratch}/`))
+    .reverse();
+  for (const m of mounts) await run("umount", ["--lazy", m], quiet).catch(() => {});
 }
 
 function fail(log: (line: string) => void, message: string): never {

@@ -1,8 +1,9 @@
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { chmodSync, existsSync, readFileSync } from "node:fs";
+import { chmodSync, existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
+import { buildWithin } from "../../../src/reconciler/build-limit.ts";
 import { workspaceStorage } from "../../../src/runtimes/build/dockerfile.ts";
 import { type Engine, execEngine } from "../../../src/runtimes/engine/engine.ts";
 import { BuildError, type RevisionSpec } from "../../../src/runtimes/interface.ts";
@@ -217,6 +218,45 @@ describe("local runtime: a source's own Dockerfile", () => {
     assert.equal(now.length, 1, now.join(", "));
     assert.notEqual(now[0], left, "the leftover is gone; one new container serves");
     assert.equal((await hit(rt, s.deploymentName)).body, "built with none\n");
+  });
+
+  it("stops a build past the time limit and one past the disk limit", { skip }, async () => {
+    assert.ok(engine);
+    const rt = newRuntime(dataDir, { healthTimeoutMs: 90_000, limits: { buildDiskBytes: 20 * 1024 * 1024 } });
+    runtimes.push(rt);
+    const slow = spec(
+      { kind: "directory", path: dockerfileApp(base, { run: "sleep 120" }) },
+      { workspaceId: "ws-a" },
+    );
+    const ctx = phase();
+    await rt.prepare(slow, ctx);
+    const started = Date.now();
+    await assert.rejects(buildWithin(rt, slow, ctx, 4000), /the build took longer than 4 s/);
+    assert.ok(Date.now() - started < 30_000, "podman and its RUN step were stopped");
+    // The RUN step's process went with podman's process group (a moment for runc to reap it).
+    await new Promise((r) => setTimeout(r, 1000));
+    const running = readdirSync("/proc")
+      .filter((p) => /^\d+$/.test(p))
+      .some((p) => {
+        try {
+          return readFileSync(`/proc/${p}/cmdline`, "utf8").replaceAll("\0", " ").includes("sleep 120");
+        } catch {
+          return false;
+        }
+      });
+    assert.equal(running, false, "no RUN step left running");
+
+    const big = spec(
+      {
+        kind: "directory",
+        path: dockerfileApp(base, { run: "/bin/busybox dd if=/dev/zero of=/big bs=1048576 count=40" }),
+      },
+      { workspaceId: "ws-a" },
+    );
+    const bigCtx = phase();
+    await rt.prepare(big, bigCtx);
+    await assert.rejects(rt.build(big, bigCtx), /the build directory grew past 20 MB/);
+    assert.equal(await rt.isBuilt(big), false);
   });
 
   it("keeps each workspace's layers in its own store", { skip }, async () => {
