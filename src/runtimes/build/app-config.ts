@@ -24,6 +24,16 @@ export type BuildRecord =
     }
   | {
       version: 1;
+      kind: "static";
+      /** The directory Slipway serves, relative to the app directory; no app process runs. */
+      root: string;
+      /** A missing path without an extension is answered with index.html (a single-page app). */
+      spa: boolean;
+      healthcheck: string;
+      env: Record<string, string>;
+    }
+  | {
+      version: 1;
       kind: "image";
       /** The image id to run (the reference itself when no engine could resolve it). */
       image: string;
@@ -215,6 +225,16 @@ export async function readBuildRecord(path: string): Promise<BuildRecord | undef
       ...(typeof parsed.healthTimeoutS === "number" ? { healthTimeoutS: parsed.healthTimeoutS } : {}),
       env: strings,
       ...(parsed.redis === true ? { redis: true } : {}),
+    };
+  }
+  if (parsed.kind === "static" && typeof parsed.root === "string") {
+    return {
+      version: 1,
+      kind: "static",
+      root: parsed.root,
+      spa: parsed.spa === true,
+      healthcheck: parsed.healthcheck,
+      env: strings,
     };
   }
   if (parsed.kind === "image" && typeof parsed.image === "string") {

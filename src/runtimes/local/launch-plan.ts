@@ -102,6 +102,8 @@ export async function planLaunch(p: PlanInput): Promise<LaunchPlan> {
     };
   }
 
+  // Static revisions never reach here: runtime.ts serves their files with no process.
+  if (built.kind === "static") p.fail("a static revision has no processes to launch");
   const appDir = p.layout.appDir(spec.deploymentId, spec.revisionId);
   const confined = await p.confiner.confine(spec.deploymentId, appDir, false);
   if (!confined.sandboxed) log(UNSANDBOXED_WARNING);

@@ -7,6 +7,7 @@ import { buildDiskExceeded, type LocalLimits } from "../build/limits.ts";
 import type { PackageIndexes } from "../build/plan/detection.ts";
 import { planBuild } from "../build/plan/plan.ts";
 import { resolveToolchainEnv } from "../build/plan/toolchain-env.ts";
+import type { BuildPlan } from "../build/plan/types.ts";
 import { fetchSource } from "../build/source.ts";
 import { runBuild } from "../build/steps.ts";
 import type { EngineFinder } from "../engine/finder.ts";
@@ -154,16 +155,17 @@ export async function buildRevision(h: PhaseHandles, spec: RevisionSpec, ctx: Ph
         }),
       );
       await cached.save();
-      record = {
-        version: 1,
-        kind: "process",
-        start: plan.start,
-        ...(plan.worker === undefined ? {} : { worker: plan.worker }),
-        healthcheck: plan.healthcheck,
-        ...(plan.healthTimeoutS === undefined ? {} : { healthTimeoutS: plan.healthTimeoutS }),
-        env: { ...toolchain, ...plan.env },
-        ...(plan.redis ? { redis: true } : {}),
-      };
+      record =
+        plan.kind === "static"
+          ? {
+              version: 1,
+              kind: "static",
+              root: plan.root,
+              spa: plan.spa === true,
+              healthcheck: plan.healthcheck,
+              env: plan.env,
+            }
+          : processRecord(plan, toolchain);
     }
     if (ctx.signal.aborted) throw abortError(ctx.signal);
     await writeBuildRecord(h.layout.buildRecord(spec.deploymentId, spec.revisionId), record);
@@ -173,6 +175,21 @@ export async function buildRevision(h: PhaseHandles, spec: RevisionSpec, ctx: Ph
     if (ctx.signal.aborted) throw abortError(ctx.signal);
     throw err;
   }
+}
+
+/** What activation starts from a process plan: its commands, with the toolchain's environment. */
+function processRecord(plan: BuildPlan, toolchain: Record<string, string>): BuildRecord {
+  if (plan.kind !== "process") throw new Error(`a ${plan.kind} plan is not run as processes`);
+  return {
+    version: 1,
+    kind: "process",
+    start: plan.start,
+    ...(plan.worker === undefined ? {} : { worker: plan.worker }),
+    healthcheck: plan.healthcheck,
+    ...(plan.healthTimeoutS === undefined ? {} : { healthTimeoutS: plan.healthTimeoutS }),
+    env: { ...toolchain, ...plan.env },
+    ...(plan.redis ? { redis: true } : {}),
+  };
 }
 
 /** Built: `build.json` is there and what it names still is (the image in the store, or the tree). */

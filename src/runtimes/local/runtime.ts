@@ -27,6 +27,7 @@ import { ensureCache } from "./redis/cache.ts";
 import { recordRestart } from "./routing/request-metrics.ts";
 import { AppsRouter } from "./routing/router.ts";
 import { DeploymentSlot } from "./routing/slot.ts";
+import { staticGroup } from "./routing/static-group.ts";
 import { Confiner, OTHER_PROTECTION_PROBES } from "./sandbox/confine.ts";
 import type { Traffic } from "./scaling/traffic.ts";
 
@@ -195,6 +196,19 @@ export class LocalRuntime implements Runtime {
     const record = await readBuildRecord(this.layout.buildRecord(spec.deploymentId, spec.revisionId));
     if (record === undefined) fail(`revision ${spec.revisionId} has no build output; build it first`);
     const built: BuildRecord = record;
+    if (built.kind === "static") {
+      const group = await staticGroup({
+        revisionId: spec.revisionId,
+        appDir: this.layout.appDir(spec.deploymentId, spec.revisionId),
+        built,
+        traffic: state.traffic,
+        drainMs: this.drainTimeoutMs,
+        tickMs: this.scaling.tickMs,
+        log,
+        fail,
+      });
+      return this.serveGroup(state, group, spec, url, log, undefined);
+    }
 
     const { scale, worker, env, launch } = await planLaunch({
       spec,
@@ -295,6 +309,18 @@ export class LocalRuntime implements Runtime {
       throw new Error("the local runtime is closed");
     }
 
+    return this.serveGroup(state, group, spec, url, log, cache);
+  }
+
+  /** The switch to a started group: it serves from here on, the replaced one drains. */
+  private async serveGroup(
+    state: DeploymentSlot,
+    group: RevisionGroup,
+    spec: RevisionSpec,
+    url: string,
+    log: (line: string) => void,
+    cache: Awaited<ReturnType<typeof ensureCache>>,
+  ): Promise<Activation> {
     const previous = state.switchTo(group);
     // No pids: tenants see their own (sandboxed) numbering, never the host's.
     log(`slipway: revision ${spec.revisionId} is serving at ${url}`);

@@ -1,10 +1,12 @@
-import { fail, readAppConfig } from "../app-config.ts";
+import { type AppConfig, fail, readAppConfig } from "../app-config.ts";
 import type { Detector, LanguageDetection, PackageIndexes } from "./detection.ts";
 import { dockerfilePlan, rootDockerfile } from "./dockerfile.ts";
+import { type FrameworkOutput, withFramework } from "./frameworks.ts";
 import { detectNode } from "./node.ts";
 import { readProcfile } from "./procfile.ts";
 import { detectPython } from "./python.ts";
-import type { BuildStep, DockerfilePlan, ProcessPlan } from "./types.ts";
+import { plainSiteRoot } from "./static.ts";
+import type { BuildPlan, BuildStep, ProcessPlan, StaticPlan } from "./types.ts";
 
 /** What a build is planned from: the source, and what its deployment and revision say. */
 export interface PlanInput {
@@ -52,7 +54,7 @@ function startOf(
  * log (`slipway: detected …`). Precedence, highest first: the deployment's install and build
  * commands; the app config; a Procfile; what the language detector found.
  */
-export async function planBuild(input: PlanInput): Promise<ProcessPlan | DockerfilePlan> {
+export async function planBuild(input: PlanInput): Promise<BuildPlan> {
   const { appDir, configPath, log } = input;
   const config = await readAppConfig(appDir, configPath, log);
   // A Dockerfile the app config names is what it asks for: no language is detected around it.
@@ -62,6 +64,8 @@ export async function planBuild(input: PlanInput): Promise<ProcessPlan | Dockerf
     detection = await detect({ appDir, config, indexes: input.indexes, log });
     if (detection !== undefined) break;
   }
+  let framework: FrameworkOutput | undefined;
+  if (detection !== undefined) ({ detection, framework } = await withFramework(detection, appDir));
   const steps = withGivenCommands(detection?.steps ?? [], input.installCommand, input.buildCommand);
   const procfile = await readProcfile(appDir);
   const start = startOf(config.start, procfile?.web, detection);
@@ -69,11 +73,13 @@ export async function planBuild(input: PlanInput): Promise<ProcessPlan | Dockerf
     // A root Dockerfile only when nothing else starts the app: a Node app shipping one stays a process.
     const rootFile = await rootDockerfile(appDir);
     if (rootFile !== undefined) return dockerfilePlan(appDir, rootFile, config, log);
+    const site = await staticPlan(input, config, detection, framework, steps);
+    if (site !== undefined) return site;
     const where = configPath ? `app config "${configPath}"` : "app config";
     fail(
       log,
       `no start command: the ${where} has no "start" command, there is no Procfile with a web: line, ` +
-        `package.json has no "start" script, there is no app.py or main.py at the root, and no Dockerfile or Containerfile`,
+        `package.json has no "start" script, there is no app.py or main.py at the root, no index.html to serve, and no Dockerfile or Containerfile`,
     );
   }
   const worker = config.worker ?? procfile?.worker;
@@ -99,6 +105,38 @@ export async function planBuild(input: PlanInput): Promise<ProcessPlan | Dockerf
     worker === undefined ? undefined : worker === config.worker ? "the app config" : "Procfile worker:",
   );
   log(`slipway: detected ${plan.summary}`);
+  return plan;
+}
+
+/**
+ * A source with no start command anywhere that builds (or is) a static site: a framework's static
+ * output, else an index.html at the root. Slipway serves its files, with no app process.
+ */
+async function staticPlan(
+  input: PlanInput,
+  config: AppConfig,
+  detection: LanguageDetection | undefined,
+  framework: FrameworkOutput | undefined,
+  steps: BuildStep[],
+): Promise<StaticPlan | undefined> {
+  const root = detection?.staticRoot ?? (await plainSiteRoot(input.appDir));
+  if (root === undefined) return undefined;
+  const from = detection?.staticRoot !== undefined && framework ? framework.name : "index.html at the root";
+  const what = detection ? `${detection.language} (${detection.evidence.join(", ")})` : "static (index.html)";
+  const commands = steps.length > 0 ? steps.map((s) => s.command).join("; ") : "nothing to install or build";
+  const plan: StaticPlan = {
+    kind: "static",
+    language: detection?.language ?? "static",
+    summary: `${what}: ${commands}; static: ${root} (${from})`,
+    steps,
+    env: config.env,
+    healthcheck: config.healthcheck,
+    ...(detection?.cache === undefined ? {} : { cache: detection.cache }),
+    toolchainEnv: detection?.toolchainEnv ?? {},
+    root,
+    ...(detection?.staticRoot !== undefined && framework?.spa ? { spa: true } : {}),
+  };
+  input.log(`slipway: detected ${plan.summary}`);
   return plan;
 }
 

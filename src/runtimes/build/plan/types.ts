@@ -57,6 +57,8 @@ export interface StaticPlan extends PlanBase {
   language: string;
   /** The directory served, relative to the app directory (it holds index.html). */
   root: string;
+  /** A single-page app: a missing path without an extension is answered with index.html. */
+  spa?: boolean;
 }
 
 /** A source built by its own Dockerfile (or Containerfile) into an image, run as a container. */

@@ -1,5 +1,6 @@
 import type { ProcessInfo } from "../../interface.ts";
 import { abortError } from "../../shared/exec.ts";
+import type { StaticSite } from "../routing/static-site.ts";
 import { Autoscaler, type AutoscaleSettings, CPU, type Decision } from "../scaling/autoscaler.ts";
 import type { Traffic } from "../scaling/traffic.ts";
 import { CpuMeter } from "./cpu-usage.ts";
@@ -28,6 +29,8 @@ export interface GroupOptions {
   queueScaling: { min: number; max: number; target: number; cpus: number };
   /** Longest wait for a scaled-down process's in-flight requests. */
   drainMs: number;
+  /** A static revision: the router serves these files, and the group has no process (web and queue 0). */
+  site?: StaticSite;
 }
 
 /** "web.2" → 2. */
@@ -42,6 +45,7 @@ export class RevisionGroup {
   readonly revisionId: string;
   readonly log: (line: string) => void;
   readonly traffic: Traffic;
+  readonly site: StaticSite | undefined;
   /** Processes by type, ready or starting; only ready API processes are picked. */
   private readonly procs: Record<ProcessType, Replica[]> = { api: [], queue: [] };
   /** Scaled down, finishing their in-flight requests (queue workers: their stop grace). */
@@ -65,6 +69,7 @@ export class RevisionGroup {
     this.revisionId = o.revisionId;
     this.log = o.log;
     this.traffic = o.traffic;
+    this.site = o.site;
     const q = o.queueScaling;
     this.autoscalers = {
       api: new Autoscaler(o.scaling),
@@ -91,6 +96,8 @@ export class RevisionGroup {
   supervise(): void {
     this.supervised = true;
     for (const r of [...this.procs.api, ...this.procs.queue]) r.supervise();
+    // Nothing to scale: the router serves a static site's files itself.
+    if (this.site !== undefined) return;
     this.timer = setInterval(() => this.tick(), this.o.scaling.tickMs);
     this.timer.unref();
   }
@@ -142,7 +149,7 @@ export class RevisionGroup {
   /** Waits for in-flight requests (at most `drainMs`), then stops every process. */
   async retire(drainMs: number): Promise<void> {
     clearInterval(this.timer);
-    await Promise.all(this.procs.api.map((r) => r.whenIdle(drainMs)));
+    await Promise.all([...this.procs.api.map((r) => r.whenIdle(drainMs)), this.site?.whenIdle(drainMs)]);
     await this.stop();
   }
 

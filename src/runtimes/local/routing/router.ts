@@ -202,6 +202,13 @@ export class AppsRouter {
       sendJson(res, admitted);
       return;
     }
+    const site = admitted.group.site;
+    if (site !== undefined) {
+      const started = performance.now();
+      res.once("close", () => recordRequest(admitted.name, performance.now() - started, res.statusCode));
+      void site.serve(req, res);
+      return;
+    }
     void this.route(admitted.name, admitted.group).then((target) => {
       if (!("port" in target)) {
         req.resume();
@@ -268,6 +275,10 @@ export class AppsRouter {
     const admitted = this.admit(req, (end) => socket.once("close", end));
     if (!("group" in admitted)) {
       refuse(admitted);
+      return;
+    }
+    if (admitted.group.site !== undefined) {
+      refuse({ status: 404, detail: `The app "${admitted.name}" is a static site: it takes no upgrades.` });
       return;
     }
     this.tunnels.add(socket);
