@@ -16,6 +16,7 @@ function segment(kind: string, id: string): string {
  *   apps/<deploymentId>/home/                     the deployment's HOME (npm cache in .npm)
  *   apps/<deploymentId>/uid, etc/                 its sandbox uid and /etc/passwd, /etc/group
  *   apps/<deploymentId>/redis/                    its own Redis's data (when it has one)
+ *   apps/<deploymentId>/cache/entry/              its last install's dependencies (local/build-cache.ts)
  *   runtime/home                                  HOME of Slipway's own git commands
  *   runtime/uids/<uid>                            which deployment holds a uid (see local/sandbox/uids.ts)
  */
