@@ -5,6 +5,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
 import { DEFAULT_NPM_REGISTRY } from "../../../../src/runtimes/build/plan/node.ts";
+import { BuildError } from "../../../../src/runtimes/interface.ts";
 import { bwrapSkip } from "../../../helpers/bwrap.ts";
 import {
   cleanupTemp,
@@ -141,5 +142,50 @@ describe("local runtime: static sites", { skip }, () => {
     while ((await rt.processes(first.deploymentId)).length > 0 && Date.now() < deadline)
       await new Promise((r) => setTimeout(r, 100));
     assert.deepEqual(await rt.processes(first.deploymentId), []);
+  });
+
+  it("a build that leaves no index.html where it serves fails the build; the serving revision keeps serving", async () => {
+    const dataDir = tempDir();
+    const rt = newRuntime(dataDir, { sandbox: "bwrap", uidRange: RANGE, packageIndexes: INDEXES });
+    after(() => rt.close());
+    const serving = spec(
+      {
+        kind: "directory",
+        path: writeApp(tempDir(), { config: undefined, extra: { "index.html": "<h1>v1</h1>" } }),
+      },
+      { frameworkConfigPath: undefined },
+    );
+    const ctx = phase();
+    await rt.prepare(serving, ctx);
+    await rt.build(serving, ctx);
+    await rt.activate(serving, ctx);
+    // A Vite app whose build writes somewhere else (its own install skipped: nothing is fetched).
+    const broken = {
+      ...serving,
+      revisionId: `${serving.revisionId}-broken`,
+      installCommand: "true",
+      source: {
+        kind: "directory" as const,
+        path: writeApp(tempDir(), {
+          config: undefined,
+          extra: {
+            "package.json": JSON.stringify({
+              devDependencies: { vite: "6.4.1" },
+              scripts: { build: "mkdir -p out" },
+            }),
+          },
+        }),
+      },
+    };
+    const c = phase();
+    await rt.prepare(broken, c);
+    await assert.rejects(
+      rt.build(broken, c),
+      (err: unknown) =>
+        err instanceof BuildError &&
+        /the build left no index\.html in "dist", the directory Slipway serves/.test(err.message),
+    );
+    assert.equal(await rt.isBuilt(broken), false);
+    assert.equal((await hit(rt, serving.deploymentName, "/")).body, "<h1>v1</h1>");
   });
 });
