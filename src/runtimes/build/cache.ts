@@ -78,9 +78,9 @@ export async function readEntryMeta(entryDir: string): Promise<CacheEntryMeta | 
   }
 }
 
-function exec(file: string, args: string[]): Promise<string> {
+function exec(file: string, args: string[], signal: AbortSignal | undefined): Promise<string> {
   return new Promise((resolve, reject) => {
-    execFile(file, args, { timeout: 600_000, maxBuffer: 1024 * 1024 }, (err, stdout, stderr) => {
+    execFile(file, args, { timeout: 600_000, maxBuffer: 1024 * 1024, signal }, (err, stdout, stderr) => {
       if (err === null) resolve(stdout);
       else reject(new Error(`${file} ${args[0] ?? ""}: ${String(stderr).trim() || err.message}`));
     });
@@ -92,21 +92,26 @@ function exec(file: string, args: string[]): Promise<string> {
  * else a plain copy. Never hard links: a build step (or an unsandboxed app) writing a file in place
  * would change the entry, and every later build would get the change.
  */
-export function copyTree(from: string, to: string): Promise<string> {
-  return exec("cp", ["--reflink=auto", "-a", "--", from, to]);
+export function copyTree(from: string, to: string, signal?: AbortSignal): Promise<string> {
+  return exec("cp", ["--reflink=auto", "-a", "--", from, to], signal);
 }
 
 /** Bytes the tree takes on disk (du's count, links not followed). */
-export async function treeBytes(dir: string): Promise<number> {
-  const out = await exec("du", ["-s", "-B1", "--", dir]);
+export async function treeBytes(dir: string, signal?: AbortSignal): Promise<number> {
+  const out = await exec("du", ["-s", "-B1", "--", dir], signal);
   return Number.parseInt(out, 10) || 0;
 }
 
 /** Puts the entry's directories into `appDir` (replacing any the source brought). */
-export async function restoreEntry(entryDir: string, appDir: string, dirs: string[]): Promise<void> {
+export async function restoreEntry(
+  entryDir: string,
+  appDir: string,
+  dirs: string[],
+  signal?: AbortSignal,
+): Promise<void> {
   for (const dirName of dirs) {
     await rm(join(appDir, dirName), { recursive: true, force: true });
-    await copyTree(join(entryDir, "dirs", dirName), join(appDir, dirName));
+    await copyTree(join(entryDir, "dirs", dirName), join(appDir, dirName), signal);
   }
 }
 
@@ -119,6 +124,7 @@ export async function saveEntry(
   appDir: string,
   meta: CacheEntryMeta,
   capBytes: number,
+  signal?: AbortSignal,
 ): Promise<{ kept: true; bytes: number } | { kept: false; why: string }> {
   const entryDir = join(cacheDir, "entry");
   const temp = join(cacheDir, "entry.new");
@@ -126,7 +132,7 @@ export async function saveEntry(
   let bytes = 0;
   for (const dirName of meta.dirs) {
     try {
-      bytes += await treeBytes(join(appDir, dirName));
+      bytes += await treeBytes(join(appDir, dirName), signal);
     } catch {
       return { kept: false, why: `the build left no ${dirName}` };
     }
@@ -142,7 +148,7 @@ export async function saveEntry(
     for (const dirName of meta.dirs) {
       const target = join(temp, "dirs", dirName);
       await mkdir(join(target, ".."), { recursive: true });
-      await copyTree(join(appDir, dirName), target);
+      await copyTree(join(appDir, dirName), target, signal);
     }
     await writeFile(join(temp, "meta.json"), JSON.stringify(meta));
     await rm(entryDir, { recursive: true, force: true });

@@ -38,6 +38,8 @@ export interface CacheInput {
   steps: BuildStep[];
   cache: DependencyCache | undefined;
   sandboxed: boolean;
+  /** The build's: a cancelled or timed-out build stops copying too. */
+  signal?: AbortSignal;
   /** SLIPWAY_BUILD_CACHE_MB in bytes. */
   capBytes: number | undefined;
   log: (line: string) => void;
@@ -66,7 +68,13 @@ export async function useBuildCache(i: CacheInput): Promise<CacheUse> {
     try {
       await mkdir(dir, { recursive: true, mode: 0o700 });
       const capBytes = i.capBytes ?? DEFAULT_BUILD_CACHE_BYTES;
-      const saved = await saveEntry(dir, i.appDir, { key: plan.key, dirs: i.cache?.dirs ?? [] }, capBytes);
+      const saved = await saveEntry(
+        dir,
+        i.appDir,
+        { key: plan.key, dirs: i.cache?.dirs ?? [] },
+        capBytes,
+        i.signal,
+      );
       if (saved.kept) i.log(`slipway: kept ${names} for later builds with the same ${files} (key ${short})`);
       else i.log(`slipway: not keeping ${names} for later builds: ${saved.why}`);
     } catch (err) {
@@ -80,7 +88,7 @@ export async function useBuildCache(i: CacheInput): Promise<CacheUse> {
     return { steps: i.steps, save };
   }
   try {
-    await restoreEntry(entryDir, i.appDir, meta.dirs);
+    await restoreEntry(entryDir, i.appDir, meta.dirs, i.signal);
     // cp -a kept the owners the entry was saved with; the uid is the deployment's own, handed over again in case.
     const uid = await i.confiner.uidOf(i.deploymentId);
     if (uid !== undefined) for (const d of meta.dirs) await chownTree(join(i.appDir, d), uid, uid);
