@@ -6,6 +6,7 @@ import { fetchImage, imagePresent, imageRecord } from "../build/image-source.ts"
 import { buildDiskExceeded, type LocalLimits } from "../build/limits.ts";
 import type { PackageIndexes } from "../build/plan/detection.ts";
 import { planBuild } from "../build/plan/plan.ts";
+import { checkStaticOutput } from "../build/plan/static.ts";
 import { resolveToolchainEnv } from "../build/plan/toolchain-env.ts";
 import type { BuildPlan } from "../build/plan/types.ts";
 import { fetchSource } from "../build/source.ts";
@@ -155,6 +156,7 @@ export async function buildRevision(h: PhaseHandles, spec: RevisionSpec, ctx: Ph
           log,
         }),
       );
+      if (plan.kind === "static") await checkStaticOutput(appDir, plan.root, log);
       await cached.save();
       record =
         plan.kind === "static"
