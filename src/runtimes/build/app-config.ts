@@ -1,8 +1,8 @@
 import { readFile, realpath, rename, writeFile } from "node:fs/promises";
 import { resolve } from "node:path";
 import { fail, insideSource, isObject } from "./config-checks.ts";
+import { readDockerfileKeys } from "./dockerfile-keys.ts";
 import { readEnv, readFrameworkKeys } from "./framework-config.ts";
-import { readDockerfileKeys } from "./plan/dockerfile.ts";
 
 // Builds and detectors fail through it; it lives beside the path checks both config readers share.
 export { fail };

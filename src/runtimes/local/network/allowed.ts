@@ -1,6 +1,6 @@
 import { lookup } from "node:dns/promises";
+import { readFileSync } from "node:fs";
 import { isIP } from "node:net";
-import { resolvers } from "./namespace.ts";
 
 /**
  * What a namespace may always reach besides the edge and its gate: SLIPWAY_APP_EGRESS_ALLOW, the
@@ -73,4 +73,21 @@ export async function allowedDestinations(a: AllowInput): Promise<string[]> {
   for (const url of urls) for (const addr of await addressesOf(url, resolve)) out.add(addr);
   // Loopback is the namespace's own: a host loopback mirror is forwarded into it, port by port.
   return [...out].filter((c) => !isLoopback(c));
+}
+
+/** The nameservers of /etc/resolv.conf (builds may always reach them). */
+export function resolvers(file = "/etc/resolv.conf"): string[] {
+  let text = "";
+  try {
+    text = readFileSync(file, "utf8");
+  } catch {
+    return [];
+  }
+  const out: string[] = [];
+  for (const line of text.split("\n")) {
+    const m = /^\s*nameserver\s+(\S+)/.exec(line);
+    const addr = m?.[1]?.split("%")[0];
+    if (addr !== undefined && isIP(addr) !== 0) out.push(addr);
+  }
+  return out;
 }

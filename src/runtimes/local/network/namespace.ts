@@ -1,7 +1,6 @@
 import { createHash } from "node:crypto";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { readdir, readFile } from "node:fs/promises";
-import { isIP } from "node:net";
 import { AddressSlots, addressesOf } from "./addresses.ts";
 import { run } from "./commands.ts";
 import { gateElement, hostTableScript, NAMESPACE_RANGE, namespaceScript } from "./firewall.ts";
@@ -279,21 +278,4 @@ export class NetworkNamespaces {
       await run("ip", ["netns", "del", net.name]).catch(() => undefined);
     if (index !== undefined) await this.slots.release(index, net.name);
   }
-}
-
-/** The nameservers of /etc/resolv.conf (builds may always reach them). */
-export function resolvers(file = "/etc/resolv.conf"): string[] {
-  let text = "";
-  try {
-    text = readFileSync(file, "utf8");
-  } catch {
-    return [];
-  }
-  const out: string[] = [];
-  for (const line of text.split("\n")) {
-    const m = /^\s*nameserver\s+(\S+)/.exec(line);
-    const addr = m?.[1]?.split("%")[0];
-    if (addr !== undefined && isIP(addr) !== 0) out.push(addr);
-  }
-  return out;
 }
