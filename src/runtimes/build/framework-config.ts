@@ -82,7 +82,7 @@ function strings(value: unknown, key: string, where: string, log: Log): string[]
 }
 
 /** Whether a `dependencies` entry names a directory of the source rather than a requirement spec. */
-function isLocalPath(dep: string): boolean {
+export function isLocalPath(dep: string): boolean {
   if (/^[a-z][a-z0-9+.-]*:/i.test(dep) || dep.includes("@")) return false;
   return dep.startsWith(".") || dep.startsWith("/") || dep.includes("/");
 }

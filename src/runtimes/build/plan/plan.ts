@@ -32,8 +32,16 @@ export function withGivenCommands(steps: BuildStep[], install?: string, build?: 
     const trimmed = command?.trim();
     return trimmed ? [{ label, command: trimmed }] : steps.filter((s) => s.label === label);
   };
-  const rest = steps.filter((s) => s.label !== "install" && s.label !== "build");
-  return [...rest, ...given("install", install), ...given("build", build)];
+  // In the detected order (a venv before the install, the framework config's dependencies after it),
+  // each of install and build where the detector put it, else install before what follows it.
+  const out = steps.filter((s) => s.label !== "install" && s.label !== "build");
+  const at = steps.findIndex((s) => s.label === "install");
+  const before =
+    at === -1
+      ? out.findIndex((s) => s.label === "dependencies")
+      : steps.slice(0, at).filter((s) => s.label !== "build").length;
+  out.splice(before === -1 ? out.length : before, 0, ...given("install", install));
+  return [...out, ...given("build", build)];
 }
 
 /** Where the start command comes from, highest first: the app config, a Procfile, the language. */

@@ -1,5 +1,6 @@
 import { join } from "node:path";
 import { exists } from "../../shared/files.ts";
+import { isLocalPath } from "../framework-config.ts";
 import type { Detector, LanguageDetection, PackageIndexes } from "./detection.ts";
 import { pickInterpreter, requestedVersion, systemInterpreters } from "./python/interpreter.ts";
 import { PIPFILE_REQUIREMENTS, writePipfileRequirements } from "./python/pipfile.ts";
@@ -49,7 +50,10 @@ export const detectPython: Detector = async ({ appDir, config, indexes, log }) =
   for (const name of MANIFESTS) if (manifest === undefined && (await present(name))) manifest = name;
   const hints: string[] = [];
   for (const name of HINTS) if (await present(name)) hints.push(name);
-  if (manifest === undefined && hints.length === 0) return undefined;
+  // A framework config that asks for a Python or names dependencies makes the source Python too.
+  const deps = config.dependencies ?? [];
+  if (manifest === undefined && hints.length === 0 && deps.length === 0 && config.pythonVersion === undefined)
+    return undefined;
 
   const request = await requestedVersion(appDir, config.pythonVersion);
   const python = pickInterpreter(request, await systemInterpreters(), log);
@@ -73,11 +77,18 @@ export const detectPython: Detector = async ({ appDir, config, indexes, log }) =
     // No dependency cache: `pip install .` copies the app itself into .venv, so a reused .venv would run old code.
     steps.push({ label: "install", command: "pip install ." });
   }
+  if (deps.length > 0) {
+    // The framework config's own list: `.`, local packages and requirement specs, after the manifest's.
+    steps.push({ label: "dependencies", command: `pip install ${deps.map(shellWord).join(" ")}` });
+    // A local package is copied into .venv as it is now: a reused .venv would run its old code.
+    if (deps.some(isLocalPath)) cache = undefined;
+  }
 
   const detection: LanguageDetection = {
     language: "python",
     evidence: [
       ...(manifest === undefined ? [] : [manifest]),
+      ...(deps.length > 0 ? ["framework config dependencies"] : []),
       ...hints.filter((h) => !ENTRY_FILES.includes(h)),
     ],
     steps,
@@ -97,3 +108,6 @@ export const detectPython: Detector = async ({ appDir, config, indexes, log }) =
   if (detection.evidence.length === 0) detection.evidence.push(entry ?? "python");
   return detection;
 };
+
+/** One word for `sh -c`: a requirement spec holds `>`, `<`, `;` and spaces the shell must not read. */
+const shellWord = (word: string) => `'${word.replace(/'/g, "'\\''")}'`;
