@@ -1,5 +1,4 @@
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
 import { chmodSync, existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
@@ -9,6 +8,7 @@ import { type Engine, execEngine } from "../../../src/runtimes/engine/engine.ts"
 import { BuildError, type RevisionSpec } from "../../../src/runtimes/interface.ts";
 import { CONTAINER_PORT } from "../../../src/runtimes/local/containers/container.ts";
 import type { LocalRuntime } from "../../../src/runtimes/local/runtime.ts";
+import { startContainerHost } from "../../helpers/container-host-process.ts";
 import { TestImages, testEngine } from "../../helpers/container-images.ts";
 import { cleanupTemp, hit, newRuntime, phase, spec, tempDir, writeApp } from "../../helpers/local-runtime.ts";
 
@@ -184,28 +184,7 @@ describe("local runtime: a source's own Dockerfile", () => {
     assert.ok(engine && images);
     const s = spec({ kind: "directory", path: dockerfileApp(base) }, { workspaceId: "ws-a" });
     built.push(`localhost/slipway-build/${s.deploymentId}:${s.revisionId}`.toLowerCase());
-    const host = spawn(
-      process.execPath,
-      [
-        "--import",
-        "tsx",
-        join(import.meta.dirname, "..", "..", "helpers", "container-host.ts"),
-        dataDir,
-        JSON.stringify(s),
-      ],
-      { stdio: ["ignore", "pipe", "inherit"] },
-    );
-    t.after(() => {
-      if (host.exitCode === null && host.signalCode === null) host.kill("SIGKILL");
-    });
-    await new Promise<void>((resolve, reject) => {
-      let out = "";
-      host.stdout.on("data", (d: Buffer) => {
-        out += d.toString();
-        if (out.includes("ready\n")) resolve();
-      });
-      host.once("exit", (code) => reject(new Error(`the host exited with ${code}`)));
-    });
+    const host = await startContainerHost(t, dataDir, s);
     const exited = new Promise((resolve) => host.once("exit", resolve));
     host.kill("SIGKILL");
     await exited;

@@ -1,7 +1,8 @@
 // Why over 300 lines: an image revision in real containers (run, switch, crash, orphans, network
 // modes, failures), on one engine and image set.
+
 import assert from "node:assert/strict";
-import { execFileSync, spawn } from "node:child_process";
+import { execFileSync } from "node:child_process";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
@@ -9,6 +10,7 @@ import { type Engine, execEngine } from "../../../../src/runtimes/engine/engine.
 import { DeployError, type RevisionSpec, SourceError } from "../../../../src/runtimes/interface.ts";
 import { CONTAINER_PORT } from "../../../../src/runtimes/local/containers/container.ts";
 import type { LocalRuntime } from "../../../../src/runtimes/local/runtime.ts";
+import { startContainerHost } from "../../../helpers/container-host-process.ts";
 import {
   DEPLOYMENT_LABEL,
   OWNER_LABEL,
@@ -234,28 +236,7 @@ describe("local runtime: containers", () => {
     assert.ok(images);
     const dataDir = tempDir();
     const s = spec({ kind: "image", imageUri: v1 });
-    const host = spawn(
-      process.execPath,
-      [
-        "--import",
-        "tsx",
-        join(import.meta.dirname, "..", "..", "..", "helpers", "container-host.ts"),
-        dataDir,
-        JSON.stringify(s),
-      ],
-      { stdio: ["ignore", "pipe", "inherit"] },
-    );
-    t.after(() => {
-      if (host.exitCode === null && host.signalCode === null) host.kill("SIGKILL");
-    });
-    await new Promise<void>((resolve, reject) => {
-      let out = "";
-      host.stdout.on("data", (d: Buffer) => {
-        out += d.toString();
-        if (out.includes("ready\n")) resolve();
-      });
-      host.once("exit", (code) => reject(new Error(`the host exited with ${code}`)));
-    });
+    const host = await startContainerHost(t, dataDir, s);
     const rt = runtime({}, dataDir);
     const [left, ...others] = await images.containers(rt.containers.owner, s.deploymentId);
     assert.ok(left);
