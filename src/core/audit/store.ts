@@ -32,6 +32,16 @@ export interface AuditScope {
   recorded: boolean;
 }
 
+/**
+ * Text as the audit log stores it: a NUL byte, which PostgreSQL's text refuses ("invalid byte
+ * sequence"), is written as the six characters `\u0000`, so a refused write whose path parameter
+ * holds one is still recorded. Every caller-controlled value goes through here; route, method and
+ * action come from route patterns.
+ */
+export function storableText<T extends string | null | undefined>(value: T): T {
+  return (typeof value === "string" && value.includes("\0") ? value.replaceAll("\0", "\\u0000") : value) as T;
+}
+
 /** One record; the key's description is copied now (a later edit or revoke does not rewrite history). */
 export async function insertAuditRecord(
   exec: Executor,
@@ -49,9 +59,9 @@ export function auditInsert(s: AuditScope, statusCode: number | null, gate?: SQL
   return sql`INSERT INTO audit_log (id, organization_id, workspace_id, key_id, key_description, method, route, action,
                                resource_type, resource_id, status_code, request_id)
         SELECT ${s.id}::uuid, ${s.organizationId}::uuid, ${s.workspaceId}::uuid, ${s.keyId}::uuid,
-               coalesce((SELECT description FROM api_keys WHERE id = ${s.keyId}::uuid), ${s.actor ?? ""}),
-               ${s.method}::text, ${s.route}::text, ${s.action}::text, ${s.resourceType}::text,
-               ${s.resourceId}::text, ${statusCode}::int, ${s.requestId}::text
+               coalesce((SELECT description FROM api_keys WHERE id = ${s.keyId}::uuid), ${storableText(s.actor ?? "")}),
+               ${s.method}::text, ${storableText(s.route)}::text, ${s.action}::text, ${s.resourceType}::text,
+               ${storableText(s.resourceId)}::text, ${statusCode}::int, ${storableText(s.requestId)}::text
          WHERE ${gate ?? sql`true`}
         ON CONFLICT (id) DO NOTHING`;
 }
@@ -68,7 +78,7 @@ export async function completeAuditRecord(
 ): Promise<boolean> {
   const done = await rows<{ id: string }>(
     exec,
-    sql`UPDATE audit_log SET status_code = ${statusCode}, resource_id = coalesce(resource_id, ${resourceId})
+    sql`UPDATE audit_log SET status_code = ${statusCode}, resource_id = coalesce(resource_id, ${storableText(resourceId)})
          WHERE id = ${id} RETURNING id`,
   );
   return done.length > 0;

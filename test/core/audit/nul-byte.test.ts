@@ -1,0 +1,42 @@
+import assert from "node:assert/strict";
+import { it } from "node:test";
+import { call } from "../../helpers/deployments.ts";
+import { forEachDatabase } from "../../helpers/harness.ts";
+
+interface AuditRecord {
+  action: string;
+  resource_id: string | null;
+  status_code: number | null;
+  request_id: string;
+}
+
+/**
+ * The sweep's finding: a refused write with a NUL byte in a path parameter answered 422 but its
+ * audit record was never written (PostgreSQL's text refuses 0x00). The store escapes it now.
+ */
+forEachDatabase("audit log: a NUL byte in a path parameter", (suite) => {
+  for (const [method, url, action] of [
+    ["PATCH", "/v2/deployments/a%00b", "deployments.update"],
+    ["DELETE", "/v2/webhooks/%00", "webhooks.delete"],
+  ] as const) {
+    it(`${method} ${url}: refused, and the refusal is audited with the NUL escaped`, async () => {
+      const ctx = suite.ctx;
+      const requestId = `nul-${method.toLowerCase()}-${Date.now()}`;
+      const res = await call(ctx, method, url, method === "PATCH" ? { name: "x" } : undefined, {
+        key: ctx.keys.admin,
+        headers: { "x-request-id": requestId },
+      });
+      assert.ok(res.status >= 400 && res.status < 500, `a 4xx, got ${res.status}`);
+      const log = await call<AuditRecord[]>(ctx, "GET", `/v1/audit-log?action=${action}`, undefined, {
+        key: ctx.keys.admin,
+      });
+      assert.equal(log.status, 200);
+      const mine = log.body.find((r) => r.request_id === requestId);
+      assert.ok(mine, `the refused write has an audit record: ${JSON.stringify(log.body)}`);
+      assert.equal(mine.status_code, res.status);
+      const raw = decodeURIComponent(url.split("/").at(-1) ?? "");
+      assert.equal(mine.resource_id, raw.replaceAll("\0", "\\u0000"));
+      assert.ok(!ctx.readLogs().includes("writing the audit record failed"), "no failed audit write");
+    });
+  }
+});
