@@ -60,6 +60,13 @@ export const DesiredDeployment = Type.Object({
   port: Type.Integer(),
   host: Type.String({ description: "Routing host: <name>.<apps domain>." }),
   deployment_type: Type.String(),
+  workspace_id: Type.Optional(
+    Type.String({
+      format: "uuid",
+      description:
+        "The deployment's workspace: labelled on every object (slipway.dev/workspace-id); absent from older servers.",
+    }),
+  ),
   registry_credentials: Type.Union([RegistryCredentials, Type.Null()], {
     description:
       "How the cluster pulls `image` when it is in Slipway's registry (the listener makes it an imagePullSecret): with registry token auth, pull only and for this repository, re-issued at half its life; null when the image is elsewhere or the registry needs no login.",

@@ -13278,6 +13278,11 @@ export interface paths {
                                     name: string;
                                     secret_name: string;
                                 }[];
+                                /**
+                                 * Format: uuid
+                                 * @description The deployment's workspace: labelled on every object (slipway.dev/workspace-id); absent from older servers.
+                                 */
+                                workspace_id?: string;
                             }[];
                             /** Format: uuid */
                             listener_id: string;

@@ -2,11 +2,12 @@
 import { HTTPRoute } from "@kubernetes-models/gateway-api/gateway.networking.k8s.io/v1";
 import { Deployment, StatefulSet } from "kubernetes-models/apps/v1";
 import { HorizontalPodAutoscaler } from "kubernetes-models/autoscaling/v2";
-import { Ingress } from "kubernetes-models/networking.k8s.io/v1";
+import { Ingress, NetworkPolicy } from "kubernetes-models/networking.k8s.io/v1";
 import { PodDisruptionBudget } from "kubernetes-models/policy/v1";
 import { Role, RoleBinding } from "kubernetes-models/rbac.authorization.k8s.io/v1";
 import {
   ConfigMap,
+  Event,
   Namespace,
   PersistentVolumeClaim,
   Pod,
@@ -25,6 +26,7 @@ const MODELS: Record<string, Model> = {
   "v1/Service": Service,
   "v1/Pod": Pod,
   "v1/ConfigMap": ConfigMap,
+  "v1/Event": Event,
   "v1/Namespace": Namespace,
   "v1/ServiceAccount": ServiceAccount,
   "v1/PersistentVolumeClaim": PersistentVolumeClaim,
@@ -33,6 +35,7 @@ const MODELS: Record<string, Model> = {
   "autoscaling/v2/HorizontalPodAutoscaler": HorizontalPodAutoscaler,
   "policy/v1/PodDisruptionBudget": PodDisruptionBudget,
   "networking.k8s.io/v1/Ingress": Ingress,
+  "networking.k8s.io/v1/NetworkPolicy": NetworkPolicy,
   "gateway.networking.k8s.io/v1/HTTPRoute": HTTPRoute,
   "rbac.authorization.k8s.io/v1/Role": Role,
   "rbac.authorization.k8s.io/v1/RoleBinding": RoleBinding,

@@ -97,7 +97,18 @@ export const FULL_SPEC: Record<string, unknown> = {
     },
   ],
   sidecars: [
-    { name: "log-shipper", image: "fluent/fluent-bit:3", restartPolicy: "Always" },
-    { name: "proxy", image: "envoyproxy/envoy:v1.30", args: ["-c", "/etc/envoy.yaml"] },
+    // Requests on both, so the HPA can compute utilization over the whole pod.
+    {
+      name: "log-shipper",
+      image: "fluent/fluent-bit:3",
+      restartPolicy: "Always",
+      resources: { requests: { cpu: "50m", memory: "32Mi" } },
+    },
+    {
+      name: "proxy",
+      image: "envoyproxy/envoy:v1.30",
+      args: ["-c", "/etc/envoy.yaml"],
+      resources: { requests: { cpu: "50m", memory: "64Mi" } },
+    },
   ],
 };

@@ -41,6 +41,7 @@ describe("manifests of a deployment", () => {
       "Deployment/shop-5f1e2d3c",
       "Service/shop-5f1e2d3c",
       "Ingress/shop-5f1e2d3c",
+      "NetworkPolicy/shop-5f1e2d3c",
     ]);
     for (const o of objects) {
       assert.equal(o.metadata.namespace, "team-a");
@@ -82,6 +83,7 @@ describe("manifests of a deployment", () => {
       "HorizontalPodAutoscaler/shop-5f1e2d3c",
       "HorizontalPodAutoscaler/shop-5f1e2d3c-queue",
       "Ingress/shop-5f1e2d3c",
+      "NetworkPolicy/shop-5f1e2d3c",
       "PodDisruptionBudget/shop-5f1e2d3c",
       "PodDisruptionBudget/shop-5f1e2d3c-queue",
       "Secret/shop-5f1e2d3c-db",
@@ -113,7 +115,15 @@ describe("manifests of a deployment", () => {
         ["log-shipper", "Always"],
       ],
     );
-    assert.deepEqual((pod.initContainers as Obj[])[0], (FULL_SPEC.init_containers as Obj[])[0]);
+    // The ResourceSpec's container as given, under the security defaults (its own fields win).
+    assert.deepEqual((pod.initContainers as Obj[])[0], {
+      ...(FULL_SPEC.init_containers as Obj[])[0],
+      securityContext: {
+        allowPrivilegeEscalation: false,
+        capabilities: { drop: ["ALL"] },
+        runAsNonRoot: true,
+      },
+    });
     const app = containers[0];
     assert.deepEqual(app?.volumeMounts, FULL_SPEC.volume_mounts);
     assert.deepEqual(app?.resources, {
@@ -247,7 +257,7 @@ describe("manifests of a deployment", () => {
 
   it("an HPA with cpu only when no memory request is set", () => {
     const objects = manifestsFor(
-      desired({ resource_spec: { min_scale: 1, max_scale: 4 } }),
+      desired({ resource_spec: { min_scale: 1, max_scale: 4, cpu: 0.25 } }),
       manifestOptions(),
     );
     validateAll(objects);
@@ -302,7 +312,10 @@ describe("manifests of a deployment", () => {
   });
 
   it("deployment_type as the local runtime applies it: prod runs at least 2 replicas", () => {
-    const prod = manifestsFor(desired({ deployment_type: "prod" }), manifestOptions());
+    const prod = manifestsFor(
+      desired({ deployment_type: "prod", resource_spec: { cpu: 0.5 } }),
+      manifestOptions(),
+    );
     validateAll(prod);
     const hpa = find(prod, "HorizontalPodAutoscaler", "shop-5f1e2d3c");
     assert.deepEqual([at(hpa, "spec.minReplicas"), at(hpa, "spec.maxReplicas")], [2, 4]);

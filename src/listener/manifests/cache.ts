@@ -3,11 +3,13 @@ import type { DesiredDeployment } from "../../protocol/listener.ts";
 import { metadata, resourcesFor, selectorFor } from "./common.ts";
 import { service } from "./network.ts";
 import { secret } from "./secret.ts";
+import { hardenContainer, servicePodSecurity } from "./security.ts";
 import type { K8sObject } from "./types.ts";
 
 /**
  * A Redis for a deployment whose spec asks for one (`redis_*`): a Secret (password and the app's
- * REDIS_URI under `uri`), a Service and a one-replica Deployment. It is a cache: no volume.
+ * REDIS_URI under `uri`), a Service and a one-replica Deployment. It is a cache: no volume. Nothing
+ * here carries the app's revision: a new revision must not recreate it (and lose its data).
  */
 export function redis(
   d: DesiredDeployment,
@@ -30,8 +32,10 @@ export function redis(
       template: {
         metadata: { labels },
         spec: {
+          enableServiceLinks: false,
+          securityContext: servicePodSecurity(),
           containers: [
-            {
+            hardenContainer({
               name: "redis",
               image,
               // The kubelet expands $(REDIS_PASSWORD) from the container's env.
@@ -41,7 +45,7 @@ export function redis(
               resources: resourcesFor(spec.fields, "redis_"),
               readinessProbe: { tcpSocket: { port: "redis" }, periodSeconds: 5 },
               livenessProbe: { tcpSocket: { port: "redis" }, periodSeconds: 15, failureThreshold: 6 },
-            },
+            }),
           ],
         },
       },

@@ -9,6 +9,7 @@ export const LABEL_REVISION = "slipway.dev/revision-id";
 export const LABEL_LISTENER = "slipway.dev/listener-id";
 export const LABEL_INSTANCE = "app.kubernetes.io/instance";
 export const LABEL_COMPONENT = "app.kubernetes.io/component";
+export const LABEL_WORKSPACE = "slipway.dev/workspace-id";
 
 export type Component = "api" | "queue" | "database" | "cache";
 
@@ -21,10 +22,27 @@ export function baseName(d: DesiredDeployment): string {
   return `${name}-${d.deployment_id.slice(0, 8)}`;
 }
 
+/**
+ * The database StatefulSet's name: at most 52 characters, because its pods carry the label
+ * `controller-revision-hash: <name>-<10-char hash>`, which must fit in 63 (kubernetes#64023).
+ * Only this name is shortened: renaming the other objects of existing deployments would prune them.
+ */
+export const DB_STATEFULSET_MAX = 52;
+export function databaseStatefulSetName(d: DesiredDeployment): string {
+  const room = DB_STATEFULSET_MAX - "-12345678-db".length;
+  return `${d.name.slice(0, room).replace(/-+$/, "")}-${d.deployment_id.slice(0, 8)}-db`;
+}
+
 /** The imagePullSecret made from the desired state's registry credentials. */
 export const registrySecretName = (d: DesiredDeployment) => `${baseName(d)}-registry`;
 
-/** The labels every object of a deployment carries; `component` marks which part it belongs to. */
+/** Parts that outlive revisions: their objects and pod templates never carry the revision id. */
+export const revisionFree = (component?: Component) => component === "database" || component === "cache";
+
+/**
+ * The labels every object of a deployment carries; `component` marks which part it belongs to.
+ * The database's and cache's carry no revision id: a new app revision must not roll them.
+ */
 export function labelsFor(
   d: DesiredDeployment,
   listenerId: string,
@@ -36,8 +54,9 @@ export function labelsFor(
     "app.kubernetes.io/managed-by": MANAGED_BY,
     ...(component ? { [LABEL_COMPONENT]: component } : {}),
     [LABEL_DEPLOYMENT]: d.deployment_id,
-    [LABEL_REVISION]: d.revision_id,
+    ...(revisionFree(component) ? {} : { [LABEL_REVISION]: d.revision_id }),
     [LABEL_LISTENER]: listenerId,
+    ...(d.workspace_id ? { [LABEL_WORKSPACE]: d.workspace_id } : {}),
   };
 }
 

@@ -1,12 +1,12 @@
 import { type EffectiveSpec, effectiveSpec } from "../../core/spec/effective.ts";
 import type { DesiredDeployment } from "../../protocol/listener.ts";
 import { redis } from "./cache.ts";
-import { baseName, registrySecretName } from "./common.ts";
+import { baseName, databaseStatefulSetName, registrySecretName } from "./common.ts";
 import { postgres, URI_KEY } from "./database.ts";
-import { route, service } from "./network.ts";
+import { networkPolicy, route, service } from "./network.ts";
 import { pullSecret, secret } from "./secret.ts";
 import type { K8sObject, ManifestOptions } from "./types.ts";
-import { appDeployment, autoscaler, disruptionBudget, type WorkloadInput } from "./workloads.ts";
+import { appWorkload, disruptionBudget, type WorkloadInput } from "./workloads.ts";
 
 /** Generated passwords of the parts that have one; the listener keeps them in their Secrets. */
 export interface Passwords {
@@ -26,7 +26,15 @@ export const partsOf = (d: DesiredDeployment): EffectiveSpec["asks"] => specOf(d
 
 export const names = (d: DesiredDeployment) => {
   const base = baseName(d);
-  return { base, env: `${base}-env`, queue: `${base}-queue`, database: `${base}-db`, cache: `${base}-redis` };
+  return {
+    base,
+    env: `${base}-env`,
+    queue: `${base}-queue`,
+    /** The database's Secret and Service (its StatefulSet is `databaseStatefulSet`, ≤ 52 characters). */
+    database: `${base}-db`,
+    databaseStatefulSet: databaseStatefulSetName(d),
+    cache: `${base}-redis`,
+  };
 };
 
 /** Every object of one desired deployment, in the order they are applied. */
@@ -45,7 +53,14 @@ export function manifestsFor(
   const extraEnv: Record<string, unknown>[] = [];
   if (parts.database) {
     if (!passwords.database) throw new Error(`${n.database}: a database password is needed`);
-    objects.push(...postgres(d, spec, o.listenerId, n.database, passwords.database, o.postgresImage));
+    objects.push(
+      ...postgres(d, spec, o.listenerId, {
+        name: n.database,
+        statefulSet: n.databaseStatefulSet,
+        password: passwords.database,
+        image: o.postgresImage,
+      }),
+    );
     for (const env of ["DATABASE_URI", "POSTGRES_URI"]) {
       extraEnv.push({ name: env, valueFrom: { secretKeyRef: { name: n.database, key: URI_KEY } } });
     }
@@ -63,12 +78,14 @@ export function manifestsFor(
     component: "api",
     envSecret: n.env,
     extraEnv,
+    podSecurity: o.podSecurity,
   };
-  objects.push(appDeployment(api));
+  const apiWorkload = appWorkload(api);
+  objects.push(apiWorkload.deployment);
   objects.push(service(d, o.listenerId, n.base, "api", { name: "http", port: 80, targetPort: "http" }));
   const apiRoute = route(d, o.listenerId, n.base, o.routing);
   if (apiRoute) objects.push(apiRoute);
-  const workloads = [api];
+  const workloads = [{ input: api, hpa: apiWorkload.autoscaler }];
   if (parts.queue) {
     const queue: WorkloadInput = {
       ...api,
@@ -76,14 +93,15 @@ export function manifestsFor(
       component: "queue",
       extraEnv: [...extraEnv, { name: "SLIPWAY_PROCESS", value: "queue" }],
     };
-    objects.push(appDeployment(queue));
-    workloads.push(queue);
+    const queueWorkload = appWorkload(queue);
+    objects.push(queueWorkload.deployment);
+    workloads.push({ input: queue, hpa: queueWorkload.autoscaler });
   }
   for (const w of workloads) {
-    const hpa = autoscaler(w);
-    if (hpa) objects.push(hpa);
-    const pdb = disruptionBudget(w);
+    if (w.hpa) objects.push(w.hpa);
+    const pdb = disruptionBudget(w.input);
     if (pdb) objects.push(pdb);
   }
+  objects.push(networkPolicy(d, o.listenerId, n.base, o.ingressNamespace));
   return objects;
 }

@@ -1,5 +1,5 @@
 import type { DesiredDeployment } from "../../protocol/listener.ts";
-import { type Component, metadata, selectorFor } from "./common.ts";
+import { type Component, LABEL_INSTANCE, metadata, selectorFor } from "./common.ts";
 import type { K8sObject, Routing } from "./types.ts";
 
 /** A ClusterIP Service on port `port` in front of a component's pods. */
@@ -69,6 +69,52 @@ export function route(
         {
           matches: [{ path: { type: "PathPrefix", value: "/" } }],
           backendRefs: [{ name, port: 80 }],
+        },
+      ],
+    },
+  };
+}
+
+/** The cloud metadata addresses (AWS, GCP, Azure share 169.254.169.254; AWS's IPv6 one). */
+export const METADATA_CIDRS = { v4: "169.254.169.254/32", v6: "fd00:ec2::254/128" };
+
+/**
+ * One NetworkPolicy over every pod of the deployment (app, queue, database, cache): in, only from
+ * its own pods and the ingress controller's namespace; out, anywhere but the cloud metadata
+ * address, its own pods (CNIs differ on whether ipBlock covers pod addresses) and DNS.
+ */
+export function networkPolicy(
+  d: DesiredDeployment,
+  listenerId: string,
+  name: string,
+  ingressNamespace: string | undefined,
+): K8sObject {
+  const own = { podSelector: { matchLabels: { [LABEL_INSTANCE]: name } } };
+  const from: Record<string, unknown>[] = [own];
+  if (ingressNamespace) {
+    from.push({ namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": ingressNamespace } } });
+  }
+  return {
+    apiVersion: "networking.k8s.io/v1",
+    kind: "NetworkPolicy",
+    metadata: metadata(d, listenerId, name),
+    spec: {
+      podSelector: own.podSelector,
+      policyTypes: ["Ingress", "Egress"],
+      ingress: [{ from }],
+      egress: [
+        {
+          to: [
+            { ipBlock: { cidr: "0.0.0.0/0", except: [METADATA_CIDRS.v4] } },
+            { ipBlock: { cidr: "::/0", except: [METADATA_CIDRS.v6] } },
+            own,
+          ],
+        },
+        {
+          ports: [
+            { protocol: "UDP", port: 53 },
+            { protocol: "TCP", port: 53 },
+          ],
         },
       ],
     },

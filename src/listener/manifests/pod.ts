@@ -1,6 +1,8 @@
 import type { EffectiveSpec } from "../../core/spec/effective.ts";
 import type { DesiredDeployment } from "../../protocol/listener.ts";
 import { type PartPrefix, registrySecretName, resourcesFor } from "./common.ts";
+import { appPodSecurity, hardenContainer } from "./security.ts";
+import type { PodSecurity } from "./types.ts";
 
 type Obj = Record<string, unknown>;
 
@@ -43,7 +45,12 @@ export function appContainer(d: DesiredDeployment, spec: EffectiveSpec, o: AppCo
 }
 
 /** A pod spec around the app container with every pod field of the ResourceSpec. */
-export function podSpec(d: DesiredDeployment, spec: EffectiveSpec, app: Obj): Obj {
+export function podSpec(
+  d: DesiredDeployment,
+  spec: EffectiveSpec,
+  app: Obj,
+  level: PodSecurity = "baseline",
+): Obj {
   const f = spec.fields;
   const sidecars = f.sidecars ?? [];
   // A sidecar that asks for restartPolicy Always is a native sidecar (an init container that
@@ -52,9 +59,14 @@ export function podSpec(d: DesiredDeployment, spec: EffectiveSpec, app: Obj): Ob
   const plain = sidecars
     .filter((c) => c.restartPolicy !== "Always")
     .map(({ restartPolicy: _dropped, ...rest }) => rest);
-  const out: Obj = { containers: [app, ...plain] };
+  const out: Obj = {
+    // Service links put every Service of the namespace in the env: slow with many, and a leak.
+    enableServiceLinks: false,
+    securityContext: appPodSecurity(level),
+    containers: [app, ...plain].map(hardenContainer),
+  };
   const init = [...(f.init_containers ?? []), ...native];
-  if (init.length) out.initContainers = init;
+  if (init.length) out.initContainers = init.map(hardenContainer);
   if (f.volumes?.length) out.volumes = f.volumes;
   if (f.service_account_name) out.serviceAccountName = f.service_account_name;
   // Slipway's registry first, then the ones the ResourceSpec names.

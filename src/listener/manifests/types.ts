@@ -6,9 +6,16 @@ export type Routing =
   | { kind: "gateway"; gatewayName: string; gatewayNamespace?: string }
   | { kind: "none" };
 
+/** The Pod Security Standard level app pods are made to pass (`--pod-security`). */
+export type PodSecurity = "baseline" | "restricted";
+
 export interface ManifestOptions {
   listenerId: string;
   routing: Routing;
+  /** Default "baseline"; "restricted" adds runAsNonRoot and a runAsUser to app pods. */
+  podSecurity?: PodSecurity;
+  /** The ingress controller's namespace, whose pods the NetworkPolicy lets in; none: the deployment's own pods only. */
+  ingressNamespace?: string;
   /** Image of the Postgres StatefulSet made for `db_*` specs. */
   postgresImage: string;
   /** Image of the Redis made for `redis_*` specs. */

@@ -61,6 +61,7 @@ async function describe(
     port: APP_PORT,
     host: hostOf(settings, row.name),
     deployment_type: row.deployment_type,
+    workspace_id: row.workspace_id,
     registry_credentials: pullCredentials(
       settings.registry,
       { listenerId, workspaceId: row.workspace_id, deploymentId: row.deployment_id },
