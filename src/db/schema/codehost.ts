@@ -67,6 +67,8 @@ export const uploads = pgTable("uploads", {
   tokenHash: text("token_hash").notNull(),
   expiresAt: ts("expires_at").notNull(),
   startedAt: ts("started_at"),
+  /** The advisory lock key of the process receiving it (migration 0028). */
+  claimedBy: bigint("claimed_by", { mode: "number" }),
   completedAt: ts("completed_at"),
   sizeBytes: bigint("size_bytes", { mode: "number" }),
   createdAt: ts("created_at").notNull().defaultNow(),

@@ -5,6 +5,7 @@ import { DeploymentParams } from "../../core/shapes.ts";
 import { workspaceOf } from "../../http/auth.ts";
 import { errorResponse } from "../../http/errors.ts";
 import type { App } from "../../http/types.ts";
+import { UploadClaims } from "./claims.ts";
 import { UploadParams, UploadQuery, UploadReceipt, UploadUrl } from "./schema.ts";
 import { issueUploadUrl, receiveUpload } from "./service.ts";
 
@@ -15,6 +16,7 @@ const TARBALL_TYPES = ["application/gzip", "application/x-gzip", "application/oc
 async function tarballUploadRoute(app: App): Promise<void> {
   const { orm } = app.deps.db;
   const { uploadLimitBytes } = app.deps.config;
+  const claims = new UploadClaims(app.deps.db);
   // JSON and every other inherited parser is dropped here: this route takes tarballs only.
   app.removeAllContentTypeParsers();
   app.addContentTypeParser(TARBALL_TYPES, (_request, payload, done) => done(null, payload));
@@ -61,6 +63,7 @@ async function tarballUploadRoute(app: App): Promise<void> {
       try {
         return await receiveUpload(
           orm,
+          claims,
           uploadLimitBytes,
           request.params.upload_id,
           request.query.token,

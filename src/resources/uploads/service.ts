@@ -14,6 +14,7 @@ import {
 import { iso } from "../../core/shapes.ts";
 import type { Executor } from "../../db/client.ts";
 import { isForeignKeyViolation } from "../../db/errors.ts";
+import type { UploadClaims } from "./claims.ts";
 import type { UploadReceipt, UploadUrl } from "./schema.ts";
 import {
   completeUpload,
@@ -74,7 +75,12 @@ const overLimit = (limit: number) =>
  * Checks the URL's token and claims the upload for this PUT: a claimed or finished upload is not
  * written twice, an expired one not at all.
  */
-async function claim(exec: Executor, uploadId: string, token: string | undefined): Promise<void> {
+async function claim(
+  exec: Executor,
+  claims: UploadClaims,
+  uploadId: string,
+  token: string | undefined,
+): Promise<void> {
   const row = await uploadForClaim(exec, uploadId);
   if (!row) throw notFound("Upload not found.");
   const given = hashToken(token ?? "");
@@ -83,7 +89,8 @@ async function claim(exec: Executor, uploadId: string, token: string | undefined
   }
   if (row.completedAt !== null) throw conflict("This upload URL was already used: request a new one.");
   if (row.expired) throw gone("This upload URL has expired: request a new one.");
-  if (!(await markStarted(exec, uploadId))) throw conflict("An upload to this URL is already in progress.");
+  if (!(await markStarted(exec, uploadId, claims.key)))
+    throw conflict("An upload to this URL is already in progress.");
 }
 
 /**
@@ -92,13 +99,27 @@ async function claim(exec: Executor, uploadId: string, token: string | undefined
  */
 export async function receiveUpload(
   exec: Executor,
+  claims: UploadClaims,
   limitBytes: number,
   uploadId: string,
   token: string | undefined,
   body: AsyncIterable<Buffer | string> | undefined,
   contentLength: number | undefined,
 ): Promise<UploadReceipt> {
-  await claim(exec, uploadId, token);
+  // This process's lock is held until the PUT ends: a crash lets the next PUT take the URL over.
+  return claims.during(async () => {
+    await claim(exec, claims, uploadId, token);
+    return receiveBody(exec, limitBytes, uploadId, body, contentLength);
+  });
+}
+
+async function receiveBody(
+  exec: Executor,
+  limitBytes: number,
+  uploadId: string,
+  body: AsyncIterable<Buffer | string> | undefined,
+  contentLength: number | undefined,
+): Promise<UploadReceipt> {
   let seq = 0;
   let total = 0;
   let pending: Buffer[] = [];

@@ -1,4 +1,4 @@
-import { and, eq, isNotNull, isNull, lt, sql } from "drizzle-orm";
+import { and, eq, isNotNull, isNull, lt, or, sql } from "drizzle-orm";
 import { type Executor, rows } from "../../db/client.ts";
 import { uploadChunks, uploads } from "../../db/schema/codehost.ts";
 
@@ -56,27 +56,39 @@ export async function uploadForClaim(exec: Executor, uploadId: string) {
   return row;
 }
 
-/** Marks the upload started, unless it already is, is finished or has expired; false then. */
-export async function markStarted(exec: Executor, uploadId: string): Promise<boolean> {
+/**
+ * Marks the upload started by the process holding advisory lock `key` (claims.ts), unless it is
+ * finished, has expired, or another live process is receiving it: false then. A start whose
+ * process's lock is free (it crashed mid-PUT) is taken over, and the chunks it left are dropped.
+ */
+export async function markStarted(exec: Executor, uploadId: string, key: number): Promise<boolean> {
   const claimed = await exec
     .update(uploads)
-    .set({ startedAt: sql`now()` })
+    .set({ startedAt: sql`now()`, claimedBy: key })
     .where(
       and(
         eq(uploads.id, uploadId),
-        isNull(uploads.startedAt),
         isNull(uploads.completedAt),
         sql`${uploads.expiresAt} > now()`,
+        or(
+          isNull(uploads.startedAt),
+          sql`(${uploads.claimedBy} IS NOT NULL AND NOT EXISTS (
+                SELECT 1 FROM pg_locks
+                 WHERE locktype = 'advisory' AND objsubid = 1 AND granted
+                   AND ((classid::bigint << 32) | objid::bigint) = ${uploads.claimedBy}))`,
+        ),
       ),
     )
     .returning({ id: uploads.id });
-  return claimed.length > 0;
+  if (claimed.length === 0) return false;
+  await exec.delete(uploadChunks).where(eq(uploadChunks.uploadId, uploadId));
+  return true;
 }
 
 /** Forgets a failed PUT's chunks and frees the URL for another try. */
 export async function resetUpload(exec: Executor, uploadId: string): Promise<void> {
   await exec.delete(uploadChunks).where(eq(uploadChunks.uploadId, uploadId));
-  await exec.update(uploads).set({ startedAt: null }).where(eq(uploads.id, uploadId));
+  await exec.update(uploads).set({ startedAt: null, claimedBy: null }).where(eq(uploads.id, uploadId));
 }
 
 export async function insertChunk(
