@@ -11,6 +11,7 @@ import { eventRoutes } from "./resources/events/routes.ts";
 import { integrationRoutes } from "./resources/integrations/routes.ts";
 import { listenerRoutes } from "./resources/listeners/routes.ts";
 import { oauthFlowRoutes } from "./resources/oauth-flows/routes.ts";
+import { oauthCatalogRoutes } from "./resources/oauth-providers/catalog-routes.ts";
 import { oauthProviderRoutes } from "./resources/oauth-providers/routes.ts";
 import { oauthTokenRoutes } from "./resources/oauth-tokens/routes.ts";
 import { organizationRoutes } from "./resources/organizations/routes.ts";
@@ -36,6 +37,7 @@ export async function routes(app: App, opts: { metrics: Registry }): Promise<voi
   await app.register(tracingProjectRoutes);
   await app.register(tagRoutes);
   await app.register(oauthProviderRoutes);
+  await app.register(oauthCatalogRoutes);
   await app.register(oauthFlowRoutes);
   await app.register(oauthTokenRoutes);
   await app.register(agentConnectionRoutes);

@@ -1,5 +1,7 @@
 import * as oauth from "oauth4webapi";
 import type { CodeChallengeMethod, TokenEndpointAuthMethod } from "../db/schema/oauth.ts";
+import type { TemplateQuirks } from "./catalog.ts";
+import { quirkyFetch } from "./quirks.ts";
 import { FetchFailed, FetchRefused, type SafeFetch } from "./safe-fetch.ts";
 
 /** What the client side of a flow needs to know about one provider (secret in the clear). */
@@ -15,6 +17,8 @@ export interface ProviderClient {
   issuer: string | null;
   /** For MCP servers: sent as the RFC 8707 `resource` so tokens are minted for that server. */
   mcpServerUrl: string | null;
+  /** A catalog template's quirks (made from a template), else null. */
+  quirks?: TemplateQuirks | null;
 }
 
 export interface TokenSet {
@@ -77,7 +81,11 @@ export async function authorizationUrl(
   q.set("response_type", "code");
   q.set("client_id", p.clientId);
   q.set("redirect_uri", input.redirectUri);
-  if (input.scopes.length > 0) q.set("scope", input.scopes.join(" "));
+  const quirks = p.quirks ?? null;
+  if (input.scopes.length > 0) {
+    q.set(quirks?.scope_param ?? "scope", input.scopes.join(quirks?.scope_separator ?? " "));
+  }
+  for (const [name, value] of Object.entries(quirks?.auth_params ?? {})) q.set(name, value);
   q.set("state", input.state);
   if (p.usesPkce && input.codeVerifier !== null) {
     const plain = p.codeChallengeMethod === "plain";
@@ -166,7 +174,10 @@ export async function exchangeCode(
       validated,
       input.redirectUri,
       p.usesPkce && input.codeVerifier !== null ? input.codeVerifier : oauth.nopkce,
-      { ...transport(fetch, p.tokenUrl), additionalParameters: resourceParams(p) },
+      {
+        ...transport(quirkyFetch(fetch, p.quirks ?? null), p.tokenUrl),
+        additionalParameters: resourceParams(p),
+      },
     );
     const result = await oauth.processAuthorizationCodeResponse(as, client, response);
     return { tokens: toTokenSet(result), issuer };
@@ -186,7 +197,7 @@ export async function refreshTokens(
   const client: oauth.Client = { client_id: p.clientId };
   try {
     const response = await oauth.refreshTokenGrantRequest(as, client, clientAuth(p), refreshToken, {
-      ...transport(fetch, p.tokenUrl),
+      ...transport(quirkyFetch(fetch, p.quirks ?? null), p.tokenUrl),
       additionalParameters: resourceParams(p),
     });
     return toTokenSet(await oauth.processRefreshTokenResponse(as, client, response));

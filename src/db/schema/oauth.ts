@@ -1,4 +1,4 @@
-import { boolean, pgTable, text, timestamp, uuid } from "drizzle-orm/pg-core";
+import { boolean, jsonb, pgTable, text, timestamp, uuid } from "drizzle-orm/pg-core";
 import { organizations, workspaces } from "./identity.ts";
 
 const ts = (name: string) => timestamp(name, { withTimezone: true });
@@ -28,6 +28,11 @@ export const oauthProviders = pgTable("oauth_providers", {
   mcpServerUrl: text("mcp_server_url"),
   isDynamicClient: boolean("is_dynamic_client").notNull().default(false),
   issuer: text("issuer"),
+  /** The catalog template it was made from (its quirks apply to flows), and its placeholders' values. */
+  template: text("template"),
+  templateParams: jsonb("template_params").$type<Record<string, string>>().notNull().default({}),
+  /** Where the proxy sends API calls; null: the template's. */
+  apiBaseUrl: text("api_base_url"),
   createdAt: ts("created_at").notNull().defaultNow(),
   updatedAt: ts("updated_at").notNull().defaultNow(),
 });
@@ -69,6 +74,12 @@ export const oauthTokens = pgTable("oauth_tokens", {
    * key's too): what the workspace Slack routes look at. Whose the token is: tenantWorkspaceId.
    */
   workspaceId: uuid("workspace_id").references(() => workspaces.id),
+  /** Set when the provider refused a refresh for good: kept to show why, never handed out. */
+  brokenAt: ts("broken_at"),
+  brokenReason: text("broken_reason"),
+  lastRefreshedAt: ts("last_refreshed_at"),
+  lastError: text("last_error"),
+  lastErrorAt: ts("last_error_at"),
   createdAt: ts("created_at").notNull().defaultNow(),
   updatedAt: ts("updated_at").notNull().defaultNow(),
 });

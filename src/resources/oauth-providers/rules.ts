@@ -8,6 +8,8 @@ export interface ProviderSettings {
   authUrl: string;
   tokenUrl: string;
   mcpServerUrl: string | null;
+  /** The proxy's base URL, checked like the others. */
+  apiBaseUrl?: string | null;
   tokenEndpointAuthMethod: TokenEndpointAuthMethod;
   hasClientSecret: boolean;
   /** A secret was sent in this request. */
@@ -29,6 +31,7 @@ export function settingsProblems(s: ProviderSettings, config: Config): FieldProb
     ["auth_url", s.authUrl],
     ["token_url", s.tokenUrl],
     ["mcp_server_url", s.mcpServerUrl],
+    ["api_base_url", s.apiBaseUrl ?? null],
   ] as const) {
     if (value === null) continue;
     const problem = urlProblem(value, allowLoopback);

@@ -40,6 +40,13 @@ export const OAuthProvider = Type.Object(
     token_endpoint_auth_method: Type.String(),
     is_dynamic_client: Type.Boolean(),
     has_client_secret: Type.Boolean(),
+    template: Type.Optional(
+      Nullable(Type.String({ description: "The catalog template it was made from (GET /v2/auth/catalog)." })),
+    ),
+    template_params: Type.Optional(Type.Record(Type.String(), Type.String())),
+    api_base_url: Type.Optional(
+      Nullable(Type.String({ description: "Where the proxy sends API calls (else the template's)." })),
+    ),
   },
   { description: "An OAuth provider configuration; client_secret is never returned." },
 );
@@ -47,13 +54,35 @@ export type OAuthProvider = Static<typeof OAuthProvider>;
 
 const optional = <T extends TSchema>(schema: T) => Type.Optional(Nullable(schema));
 
+const TemplateId = Type.String({
+  pattern: "^[a-z0-9][a-z0-9-]{0,31}$",
+  description: "A catalog template (GET /v2/auth/catalog): fills every field not given explicitly.",
+});
+const TemplateParams = Type.Record(
+  Type.String({ pattern: "^[a-z_]{1,32}$" }),
+  Type.String({ minLength: 1, maxLength: 200 }),
+  {
+    maxProperties: 10,
+    description: 'Values of the template\'s URL placeholders, e.g. {"tenant": "contoso.onmicrosoft.com"}.',
+  },
+);
+
 export const CreateProviderBody = Type.Object({
   provider_id: ProviderSlug,
-  name: DisplayName,
+  name: Type.Optional({ ...DisplayName, description: "Required unless a template gives it." }),
   client_id: ClientId,
   client_secret: optional(ClientSecret),
-  auth_url: OAuthUrl,
-  token_url: OAuthUrl,
+  auth_url: Type.Optional({
+    ...OAuthUrl,
+    description: "Absolute https URL; required unless a template gives it.",
+  }),
+  token_url: Type.Optional({
+    ...OAuthUrl,
+    description: "Absolute https URL; required unless a template gives it.",
+  }),
+  template: Type.Optional(TemplateId),
+  template_params: Type.Optional(TemplateParams),
+  api_base_url: optional({ ...OAuthUrl, description: "The proxy's base URL; SSRF-checked like the others." }),
   uses_pkce: optional(Type.Boolean({ description: "Default true." })),
   code_challenge_method: Type.Optional(
     nullableEnum(PKCE_METHODS, "Default S256 when uses_pkce; plain only if the server allows it."),
@@ -73,6 +102,7 @@ export const PatchProviderBody = Type.Object({
   token_url: optional(OAuthUrl),
   uses_pkce: optional(Type.Boolean()),
   code_challenge_method: Type.Optional(nullableEnum(PKCE_METHODS)),
+  api_base_url: optional({ ...OAuthUrl, description: "The proxy's base URL; SSRF-checked like the others." }),
 });
 export type PatchProviderBody = Static<typeof PatchProviderBody>;
 

@@ -8,6 +8,7 @@ import { encryptionContext } from "../../crypto/envelope.ts";
 import type { Executor } from "../../db/client.ts";
 import { isUniqueViolation } from "../../db/errors.ts";
 import type { CodeChallengeMethod, TokenEndpointAuthMethod } from "../../db/schema/oauth.ts";
+import { findTemplate } from "../../oauth/catalog.ts";
 import type { ProviderClient } from "../../oauth/client.ts";
 import { resolvedUrlProblems, settingsProblems } from "./rules.ts";
 import type { CreateProviderBody, OAuthProvider, PatchProviderBody } from "./schema.ts";
@@ -19,6 +20,7 @@ import {
   providerRows,
   updateProviderRow,
 } from "./store.ts";
+import { resolveCreate } from "./template.ts";
 
 export type { ProviderRow };
 
@@ -46,6 +48,9 @@ export function toProvider(row: ProviderRow): OAuthProvider {
     token_endpoint_auth_method: row.tokenEndpointAuthMethod,
     is_dynamic_client: row.isDynamicClient,
     has_client_secret: row.clientSecretEnc !== null,
+    // Only on providers that use them: the anchor's record is unchanged for every other one.
+    ...(row.template === null ? {} : { template: row.template, template_params: row.templateParams }),
+    ...(row.apiBaseUrl === null ? {} : { api_base_url: row.apiBaseUrl }),
   };
 }
 
@@ -68,6 +73,7 @@ export function providerClient(row: ProviderRow, keyring: Keyring): ProviderClie
     codeChallengeMethod: row.codeChallengeMethod,
     issuer: row.issuer,
     mcpServerUrl: row.mcpServerUrl,
+    quirks: row.template === null ? null : (findTemplate(row.template)?.quirks ?? null),
   };
 }
 
@@ -117,6 +123,9 @@ export interface NewProvider {
   mcpServerUrl: string | null;
   isDynamicClient: boolean;
   issuer: string | null;
+  template?: string | null;
+  templateParams?: Record<string, string>;
+  apiBaseUrl?: string | null;
 }
 
 export async function insertProvider(
@@ -143,6 +152,9 @@ export async function insertProvider(
       mcpServerUrl: p.mcpServerUrl,
       isDynamicClient: p.isDynamicClient,
       issuer: p.issuer,
+      template: p.template ?? null,
+      templateParams: p.templateParams ?? {},
+      apiBaseUrl: p.apiBaseUrl ?? null,
     });
     return toProvider(row);
   } catch (err) {
@@ -157,15 +169,17 @@ export async function createProvider(
   organizationId: string,
   body: CreateProviderBody,
 ): Promise<OAuthProvider> {
-  const usesPkce = body.uses_pkce ?? true;
-  const method = body.token_endpoint_auth_method ?? "client_secret_post";
+  const r = resolveCreate(body);
+  const usesPkce = r.usesPkce;
+  const method = r.tokenEndpointAuthMethod;
   const secret = body.client_secret ?? null;
   const pkceMethod = body.code_challenge_method ?? (usesPkce ? "S256" : null);
   const problems = settingsProblems(
     {
-      authUrl: body.auth_url,
-      tokenUrl: body.token_url,
+      authUrl: r.authUrl,
+      tokenUrl: r.tokenUrl,
       mcpServerUrl: body.mcp_server_url ?? null,
+      apiBaseUrl: r.apiBaseUrl,
       tokenEndpointAuthMethod: method,
       hasClientSecret: secret !== null,
       secretGiven: secret !== null,
@@ -176,7 +190,12 @@ export async function createProvider(
   );
   problems.push(
     ...(await resolvedUrlProblems(
-      { auth_url: body.auth_url, token_url: body.token_url, mcp_server_url: body.mcp_server_url },
+      {
+        auth_url: r.authUrl,
+        token_url: r.tokenUrl,
+        mcp_server_url: body.mcp_server_url,
+        api_base_url: r.apiBaseUrl,
+      },
       env.config,
     )),
   );
@@ -186,18 +205,21 @@ export async function createProvider(
     (tx) =>
       insertProvider(tx, env.keyring, organizationId, {
         providerId: body.provider_id,
-        name: body.name,
+        name: r.name,
         clientId: body.client_id,
         clientSecret: secret,
-        authUrl: body.auth_url,
-        tokenUrl: body.token_url,
+        authUrl: r.authUrl,
+        tokenUrl: r.tokenUrl,
         usesPkce,
         codeChallengeMethod: pkceMethod,
         tokenEndpointAuthMethod: method,
-        providerType: body.provider_type ?? null,
+        providerType: r.providerType,
         mcpServerUrl: body.mcp_server_url ?? null,
         isDynamicClient: false,
         issuer: null,
+        template: r.template,
+        templateParams: r.templateParams,
+        apiBaseUrl: r.apiBaseUrl,
       }),
     (pr) => pr.id,
   );
@@ -220,7 +242,7 @@ export async function patchProvider(
   body: PatchProviderBody,
 ): Promise<OAuthProvider> {
   const resolved = await resolvedUrlProblems(
-    { auth_url: body.auth_url, token_url: body.token_url },
+    { auth_url: body.auth_url, token_url: body.token_url, api_base_url: body.api_base_url },
     env.config,
   );
   return inAuditedTransaction(exec, async (tx) => {
@@ -239,6 +261,7 @@ export async function patchProvider(
         authUrl,
         tokenUrl,
         mcpServerUrl: row.mcpServerUrl,
+        apiBaseUrl: body.api_base_url ?? null,
         tokenEndpointAuthMethod: row.tokenEndpointAuthMethod,
         hasClientSecret: secret !== null || row.clientSecretEnc !== null,
         secretGiven: secret !== null,
@@ -258,6 +281,7 @@ export async function patchProvider(
       tokenUrl,
       usesPkce,
       codeChallengeMethod: pkceMethod,
+      apiBaseUrl: body.api_base_url ?? row.apiBaseUrl,
     });
     return toProvider(updated ?? row);
   });

@@ -11,7 +11,14 @@ export type NewProviderRow = typeof oauthProviders.$inferInsert;
 /** The columns a PATCH may change. */
 export type ProviderChanges = Pick<
   NewProviderRow,
-  "name" | "clientId" | "clientSecretEnc" | "authUrl" | "tokenUrl" | "usesPkce" | "codeChallengeMethod"
+  | "name"
+  | "clientId"
+  | "clientSecretEnc"
+  | "authUrl"
+  | "tokenUrl"
+  | "usesPkce"
+  | "codeChallengeMethod"
+  | "apiBaseUrl"
 >;
 
 const bySlug = (organizationId: string, slug: string) =>
