@@ -1,6 +1,7 @@
 import type { FieldProblem } from "../errors.ts";
 import type { Secret, SecretReference } from "../model.ts";
 import { MASK } from "../model.ts";
+import { checkListenerSpec, type ListenerSpecContext } from "../spec/kubernetes-names.ts";
 
 /**
  * The deployment field rules as data and pure checks. Each check returns 422 items whose `loc` names
@@ -148,8 +149,19 @@ const SCALE_PAIRS: [string, string][] = [
   ["orchestrator_min_scale", "orchestrator_max_scale"],
 ];
 
-/** Cross-field rules of a (merged) resource spec. */
-export function checkResourceSpec(spec: Record<string, unknown> | null): FieldProblem[] {
+/**
+ * Cross-field rules of a (merged) resource spec; with `listener`, also what the cluster would
+ * refuse (spec/kubernetes-names.ts), so local deployments accept what they always have.
+ */
+export function checkResourceSpec(
+  spec: Record<string, unknown> | null,
+  listener?: ListenerSpecContext,
+): FieldProblem[] {
+  if (listener) {
+    // The name is checked even without a spec.
+    const items = checkListenerSpec(spec ?? {}, listener);
+    return spec === null ? items : [...items, ...checkResourceSpec(spec)];
+  }
   if (spec === null) return [];
   const items: FieldProblem[] = [];
   for (const [min, max] of SCALE_PAIRS) {

@@ -36,6 +36,19 @@ export function databaseStatefulSetName(d: DesiredDeployment): string {
 /** The imagePullSecret made from the desired state's registry credentials. */
 export const registrySecretName = (d: DesiredDeployment) => `${baseName(d)}-registry`;
 
+/**
+ * A name as a label value: alphanumeric at both ends. The API refuses names ending in '-' for
+ * deployments on a listener; ones made before that rule still get objects the cluster accepts.
+ */
+export const labelValue = (v: string) => v.slice(0, 63).replace(/^[^A-Za-z0-9]+|[^A-Za-z0-9]+$/g, "");
+
+/** A routing host whose labels are DNS labels: a first label ending in '-' (an older name) loses it. */
+export const hostValue = (host: string) =>
+  host
+    .split(".")
+    .map((p) => p.slice(0, 63).replace(/^-+|-+$/g, ""))
+    .join(".");
+
 /** Parts that outlive revisions: their objects and pod templates never carry the revision id. */
 export const revisionFree = (component?: Component) => component === "database" || component === "cache";
 
@@ -49,7 +62,7 @@ export function labelsFor(
   component?: Component,
 ): Record<string, string> {
   return {
-    "app.kubernetes.io/name": d.name,
+    "app.kubernetes.io/name": labelValue(d.name),
     [LABEL_INSTANCE]: baseName(d),
     "app.kubernetes.io/managed-by": MANAGED_BY,
     ...(component ? { [LABEL_COMPONENT]: component } : {}),

@@ -1,5 +1,5 @@
 import type { DesiredDeployment } from "../../protocol/listener.ts";
-import { type Component, LABEL_INSTANCE, metadata, selectorFor } from "./common.ts";
+import { type Component, hostValue, LABEL_INSTANCE, metadata, selectorFor } from "./common.ts";
 import type { K8sObject, Routing } from "./types.ts";
 
 /** A ClusterIP Service on port `port` in front of a component's pods. */
@@ -30,6 +30,7 @@ export function route(
   routing: Routing,
 ): K8sObject | null {
   if (!d.host || routing.kind === "none") return null;
+  const host = hostValue(d.host);
   const meta = metadata(d, listenerId, name, "api");
   if (routing.kind === "ingress") {
     return {
@@ -40,7 +41,7 @@ export function route(
         ...(routing.className ? { ingressClassName: routing.className } : {}),
         rules: [
           {
-            host: d.host,
+            host,
             http: {
               paths: [
                 { path: "/", pathType: "Prefix", backend: { service: { name, port: { name: "http" } } } },
@@ -64,7 +65,7 @@ export function route(
           ...(routing.gatewayNamespace ? { namespace: routing.gatewayNamespace } : {}),
         },
       ],
-      hostnames: [d.host],
+      hostnames: [host],
       rules: [
         {
           matches: [{ path: { type: "PathPrefix", value: "/" } }],

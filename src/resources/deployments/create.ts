@@ -94,7 +94,7 @@ export async function createDeployment(
   items.push(...checkRevisionConfig(body.source, values, { withArtifact: makesRevision }));
   items.push(...checkSecrets(secrets, { knownNames: new Set() }));
   items.push(...checkSecretReferencesFor(body.source, refs, new Set(secrets.map((s) => s.name))));
-  items.push(...checkResourceSpec(spec));
+  items.push(...checkResourceSpec(spec, isSet(sc.listener_id) ? { name: body.name } : undefined));
   items.push(...checkBuildOnPush(body.source, sc.build_on_push, values.repo_ref, { sentBuildOnPush: true }));
   if (items.length > 0) throw new FieldsInvalid(items);
 

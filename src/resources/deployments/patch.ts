@@ -175,7 +175,12 @@ function planPatch(state: State, body: PatchDeploymentBody, registry: boolean): 
     const baseSpec = latest ? latest.resource_spec : (pending?.resource_spec ?? null);
     const sentSpec = specOf(sc.resource_spec);
     const resourceSpec = resolveResourceSpec(sentSpec, baseSpec);
-    items.push(...checkResourceSpec(resourceSpec));
+    items.push(
+      ...checkResourceSpec(
+        resourceSpec,
+        isSet(d.source_config.listener_id) ? { previous: baseSpec } : undefined,
+      ),
+    );
 
     const knownNames = new Set(latest ? (latest.secret_names ?? []) : (pending?.secret_names ?? []));
     const sentSecrets = body.secrets ?? null;
