@@ -20,6 +20,7 @@ import { containerIsolationCheck } from "./containers/container-isolation.ts";
 import { planLaunch } from "./launch-plan.ts";
 import { DEFAULT_SCALING, type LocalRuntimeOptions, type ScalingOptions } from "./options.ts";
 import { buildRevision, isRevisionBuilt, type PhaseHandles, prepareRevision, revisionLog } from "./phases.ts";
+import { watchBuildGroups } from "./processes/build-groups.ts";
 import { RevisionGroup } from "./processes/group.ts";
 import { ProcessRecord } from "./processes/orphans.ts";
 import { Replica } from "./processes/replica.ts";
@@ -124,6 +125,7 @@ export class LocalRuntime implements Runtime {
         }
       }
     }
+    await watchBuildGroups(this.layout.dataDir, this.stopGraceMs, this.o.logger);
     this.boundPort = await this.router.listen(this.o.appsPort, this.o.appsHost);
     return this.boundPort;
   }

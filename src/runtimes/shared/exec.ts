@@ -1,6 +1,7 @@
 import { execFile, spawn } from "node:child_process";
 import { forEachLine } from "./lines.ts";
 import { killGroup } from "./process-group.ts";
+import { trackGroup } from "./spawned-groups.ts";
 
 /** How a command is started: the program, its arguments and the host directory to start it in. */
 export interface Spawnable {
@@ -48,6 +49,7 @@ export function run(file: string, args: string[], opts: RunOptions): Promise<Run
       // stdin is a pipe ended at once (EOF, as /dev/null would be) unless there is something to write.
       stdio: ["pipe", "pipe", "pipe"],
     });
+    trackGroup(child, opts.cwd);
     child.stdin.on("error", () => {});
     child.stdin.end(opts.stdin ?? "");
     let killing: Promise<void> | undefined;
