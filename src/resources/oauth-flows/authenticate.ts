@@ -2,6 +2,7 @@ import { createHash, randomUUID } from "node:crypto";
 import { invalid } from "../../core/errors.ts";
 import { encryptionContext } from "../../crypto/envelope.ts";
 import type { Executor } from "../../db/client.ts";
+import { findTemplate } from "../../oauth/catalog.ts";
 import { authorizationUrl, newCodeVerifier, newState } from "../../oauth/client.ts";
 import { connectionFor } from "../agent-connections/service.ts";
 import { findProviderRow, providerClient } from "../oauth-providers/service.ts";
@@ -13,6 +14,10 @@ import { type TokenCaller, tenantUserId, visibleTokens } from "../oauth-tokens/t
 import { callbackUrl, FLOW_TTL_MS } from "./env.ts";
 import type { AuthenticateBody, AuthenticateResult } from "./schema.ts";
 import { deleteFlowsExpiredBefore, insertFlowRow } from "./store.ts";
+
+/** The scopes a flow asks for when the caller names none: its template's defaults, else none. */
+const defaultScopes = (provider: ProviderRow): string[] =>
+  provider.template === null ? [] : (findTemplate(provider.template)?.default_scopes ?? []);
 
 export const hashState = (state: string) => createHash("sha256").update(state, "utf8").digest("hex");
 export const verifierContext = (flowId: string) =>
@@ -123,7 +128,9 @@ export async function authenticate(
   const provider = await findProviderRow(exec, tenant.organizationId, body.provider);
   if (!provider)
     throw invalid(["body", "provider"], "No OAuth provider with this provider_id in the organization.");
-  const scopes = [...new Set(body.scopes)];
+  // No scopes asked for: a template's default scopes (Microsoft's offline_access among them).
+  const asked = body.scopes.length > 0 ? body.scopes : defaultScopes(provider);
+  const scopes = [...new Set(asked)];
   const forceNew = body.force_new ?? false;
   const named = body.user_id ?? body.ls_user_id ?? undefined;
   const subject: Subject = {
