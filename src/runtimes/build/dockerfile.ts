@@ -13,6 +13,36 @@ import type { DockerfilePlan } from "./plan/types.ts";
 /** podman's limits, said again on the command line (as the listener's builder does): RUN steps must not inherit the host's. */
 const ULIMITS = ["--ulimit", "nofile=1024:1024", "--ulimit", "nproc=1024:1024"];
 
+/**
+ * What a RUN step may do as root in its container: install packages, chown and setuid/setgid files
+ * (adduser, `npm ci` as root), bind a low port; not mount, trace, load modules or change the
+ * network. No user namespace: podman 4.3's builder writes WORKDIR and COPY as host root under an
+ * explicit or automatic uid map, so root in the next RUN step could not write them (measured), and
+ * the commonest Dockerfiles would fail. The built image runs under a user namespace of its own.
+ */
+export const RUN_STEP_CAPS = [
+  "CHOWN",
+  "DAC_OVERRIDE",
+  "FOWNER",
+  "FSETID",
+  "SETUID",
+  "SETGID",
+  "SETFCAP",
+  "KILL",
+  "NET_BIND_SERVICE",
+];
+
+/**
+ * How RUN steps are confined: the capabilities above, and the deployment's own network namespace
+ * when it has one (the package mirrors and the egress policy reach it; the host's loopback, its
+ * services and other tenants do not). Without one (no sandbox here): podman's default network.
+ */
+export function runStepFlags(network: string | undefined): string[] {
+  const flags = ["--cap-drop=ALL", `--cap-add=${RUN_STEP_CAPS.join(",")}`];
+  if (network !== undefined) flags.push("--network", `ns:${network}`);
+  return flags;
+}
+
 /** What a Dockerfile build of one revision needs. */
 export interface DockerfileBuild {
   containers: EngineFinder;
@@ -25,9 +55,33 @@ export interface DockerfileBuild {
   /** The revision's directory: the file with `dockerfile_lines` and the image archive go there. */
   revisionDir: string;
   plan: DockerfilePlan;
+  /** The deployment's network namespace (its /run/netns path), where RUN steps run; none: podman's default. */
+  network?: string;
   diskLimitBytes: number;
   signal: AbortSignal;
   log: (line: string) => void;
+}
+
+/**
+ * The source's Dockerfile with `dockerfile_lines` (and `more` lines) appended, written as
+ * `Dockerfile.slipway` in `dir`: outside the source, so never part of the build context.
+ */
+export async function writeComposedDockerfile(
+  appDir: string,
+  plan: DockerfilePlan,
+  dir: string,
+  more: string[] = [],
+): Promise<string> {
+  const file = join(dir, "Dockerfile.slipway");
+  const text = await readFile(join(appDir, plan.file), "utf8");
+  const lines = [...plan.extraLines, ...more];
+  await writeFile(file, lines.length > 0 ? `${text}\n${lines.join("\n")}\n` : text);
+  return file;
+}
+
+/** The plan's build args as podman flags. */
+export function buildArgFlags(plan: DockerfilePlan): string[] {
+  return Object.entries(plan.buildArgs).flatMap(([k, v]) => ["--build-arg", `${k}=${v}`]);
 }
 
 /** The workspace's own image store: no tenant's build ever sees another's layers or base images. */
@@ -77,12 +131,8 @@ export async function buildFromDockerfile(b: DockerfileBuild): Promise<BuildReco
   // Image names are lowercase; both ids are plain tokens (the layout checked them).
   const ref = `localhost/slipway-build/${b.deploymentId}:${b.revisionId}`.toLowerCase();
 
-  // A copy with dockerfile_lines appended, outside the source (never part of the build context).
-  const file = join(b.revisionDir, "Dockerfile.slipway");
-  const text = await readFile(join(b.appDir, b.plan.file), "utf8");
-  const extra = b.plan.extraLines.length > 0 ? `\n${b.plan.extraLines.join("\n")}\n` : "";
-  await writeFile(file, `${text}${extra}`);
-  const buildArgs = Object.entries(b.plan.buildArgs).flatMap(([k, v]) => ["--build-arg", `${k}=${v}`]);
+  const file = await writeComposedDockerfile(b.appDir, b.plan, b.revisionDir);
+  const buildArgs = buildArgFlags(b.plan);
 
   // podman's scratch space (a RUN step's rootfs is mounted there): per build, so one stopped past a
   // limit is found and ended by it (runc puts a RUN step in a session of its own, outside podman's group).
@@ -99,7 +149,18 @@ export async function buildFromDockerfile(b: DockerfileBuild): Promise<BuildReco
     const result = await withDiskLimit(limit, (signal) =>
       podman(
         buildEngine,
-        [...store, "build", ...ULIMITS, ...buildArgs, "--file", file, "--tag", ref, b.appDir],
+        [
+          ...store,
+          "build",
+          ...ULIMITS,
+          ...runStepFlags(b.network),
+          ...buildArgs,
+          "--file",
+          file,
+          "--tag",
+          ref,
+          b.appDir,
+        ],
         signal,
         (line) => {
           steps.line(line);

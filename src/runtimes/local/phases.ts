@@ -114,6 +114,7 @@ export async function buildRevision(h: PhaseHandles, spec: RevisionSpec, ctx: Ph
           appDir,
           revisionDir,
           plan,
+          network: (await h.confiner.networkOf(spec.deploymentId))?.path,
           diskLimitBytes: h.limits.buildDiskBytes,
           signal: ctx.signal,
           log,

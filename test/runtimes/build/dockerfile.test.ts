@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { chmodSync, existsSync, readdirSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { buildWithin } from "../../../src/reconciler/build-limit.ts";
@@ -10,6 +10,7 @@ import { CONTAINER_PORT } from "../../../src/runtimes/local/containers/container
 import type { LocalRuntime } from "../../../src/runtimes/local/runtime.ts";
 import { startContainerHost } from "../../helpers/container-host-process.ts";
 import { TestImages, testEngine } from "../../helpers/container-images.ts";
+import { dockerfileApp, resetWorkspaceStores, seedWorkspaceStore } from "../../helpers/dockerfile-apps.ts";
 import { cleanupTemp, hit, newRuntime, phase, spec, tempDir, writeApp } from "../../helpers/local-runtime.ts";
 
 /** A source's own Dockerfile built by real podman in its workspace's store, run as a container revision. */
@@ -20,27 +21,6 @@ function must(r: { ok: boolean; stderr: string }, what: string): void {
   if (!r.ok) throw new Error(`${what} failed: ${r.stderr}`);
 }
 
-/** A Dockerfile app: busybox httpd on $PORT, its page written by a RUN that reads a build arg. */
-function dockerfileApp(base: string, opts: { run?: string; config?: Record<string, unknown> } = {}): string {
-  const dir = writeApp(tempDir(), {
-    config: opts.config ?? {},
-    extra: {
-      Dockerfile: [
-        `FROM ${base}`,
-        "ARG GREETING=none",
-        'RUN echo "built with $GREETING" > /www/index.html',
-        ...(opts.run === undefined ? [] : [`RUN ${opts.run}`]),
-        "COPY env.cgi /www/cgi-bin/env",
-        'CMD ["/bin/sh", "-c", "exec /bin/httpd -f -p \\"$PORT\\" -h /www"]',
-        "",
-      ].join("\n"),
-      "env.cgi": "#!/bin/sh\nprintf 'Content-Type: text/plain\\r\\n\\r\\n'\nenv\n",
-    },
-  });
-  chmodSync(join(dir, "env.cgi"), 0o755);
-  return dir;
-}
-
 describe("local runtime: a source's own Dockerfile", () => {
   const images = engine === undefined ? undefined : new TestImages(engine);
   const runtimes: LocalRuntime[] = [];
@@ -49,17 +29,10 @@ describe("local runtime: a source's own Dockerfile", () => {
   let base = "";
   const skip = images === undefined ? "no container engine or busybox here (CI requires them)" : false;
 
-  /** The base image into a workspace's own store, as a pull from a registry would put it there. */
-  async function seed(workspace: string): Promise<void> {
+  const seed = (workspace: string) => {
     assert.ok(engine);
-    const s = workspaceStorage(dataDir, workspace);
-    const archive = join(tempDir(), "base.tar");
-    must(await execEngine(engine, ["save", "--output", archive, base]), "podman save");
-    must(
-      await execEngine(engine, ["--root", s.root, "--runroot", s.runroot, "load", "--input", archive]),
-      "podman load",
-    );
-  }
+    return seedWorkspaceStore(engine, dataDir, workspace, base);
+  };
 
   async function build(rt: LocalRuntime, s: RevisionSpec) {
     const ctx = phase();
@@ -79,11 +52,7 @@ describe("local runtime: a source's own Dockerfile", () => {
     await Promise.all(runtimes.map((r) => r.close()));
     if (engine !== undefined && built.length > 0) await execEngine(engine, ["rmi", "--force", ...built]);
     // The stores keep their overlay mount after podman exits: reset unmounts and empties them.
-    for (const workspace of ["ws-a", "ws-b"]) {
-      const s = workspaceStorage(dataDir, workspace);
-      if (engine !== undefined && existsSync(s.root))
-        await execEngine(engine, ["--root", s.root, "--runroot", s.runroot, "system", "reset", "--force"]);
-    }
+    if (engine !== undefined) await resetWorkspaceStores(engine, dataDir, ["ws-a", "ws-b"]);
     await images?.cleanup(runtimes.map((r) => r.containers.owner));
     cleanupTemp();
   });

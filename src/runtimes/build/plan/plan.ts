@@ -66,7 +66,8 @@ export async function planBuild(input: PlanInput): Promise<BuildPlan> {
   const { appDir, configPath, log } = input;
   const config = await readAppConfig(appDir, configPath, log);
   // A Dockerfile the app config names is what it asks for: no language is detected around it.
-  if (config.dockerfile !== undefined) return dockerfilePlan(appDir, config.dockerfile, config, log);
+  if (config.dockerfile !== undefined)
+    return dockerfilePlan(appDir, config.dockerfile, config, input.indexes, log);
   let detection: LanguageDetection | undefined;
   for (const detect of DETECTORS) {
     detection = await detect({ appDir, config, indexes: input.indexes, log });
@@ -80,7 +81,7 @@ export async function planBuild(input: PlanInput): Promise<BuildPlan> {
   if (start === undefined) {
     // A root Dockerfile only when nothing else starts the app: a Node app shipping one stays a process.
     const rootFile = await rootDockerfile(appDir);
-    if (rootFile !== undefined) return dockerfilePlan(appDir, rootFile, config, log);
+    if (rootFile !== undefined) return dockerfilePlan(appDir, rootFile, config, input.indexes, log);
     const site = await staticPlan(input, config, detection, framework, steps);
     if (site !== undefined) return site;
     const where = configPath ? `app config "${configPath}"` : "app config";
