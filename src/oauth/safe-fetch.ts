@@ -46,7 +46,7 @@ export type SafeFetch = (url: string, init?: SafeRequestInit) => Promise<Respons
 const REDIRECTS = new Set([301, 302, 303, 307, 308]);
 const NO_BODY = new Set([101, 204, 205, 304]);
 
-interface Target {
+export interface Target {
   url: URL;
   host: string;
   /** Every address the host has, each one checked. */
@@ -54,7 +54,7 @@ interface Target {
 }
 
 /** Resolves the host once and checks every address it has; the connection then uses only those. */
-async function checkedTarget(url: URL, allowLoopback: boolean): Promise<Target> {
+export async function checkedTarget(url: URL, allowLoopback: boolean): Promise<Target> {
   const shown = `${url.origin}${url.pathname}`;
   if (url.protocol !== "https:" && url.protocol !== "http:")
     throw new FetchRefused(shown, "only https is allowed");

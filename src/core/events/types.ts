@@ -6,5 +6,8 @@ export const EVENT_TYPES = [
   "deployment.storage_exceeded",
   "revision.status_changed",
   "listener.status_changed",
+  "oauth.token.created",
+  "oauth.token.refresh_failed",
+  "oauth.token.revoked",
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];

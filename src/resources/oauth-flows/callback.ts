@@ -5,6 +5,7 @@ import { exchangeCode, OAuthCallFailed } from "../../oauth/client.ts";
 import { providerClient } from "../oauth-providers/service.ts";
 import { type ProviderRow, providerById } from "../oauth-providers/store.ts";
 import type { FlowEnv } from "../oauth-tokens/env.ts";
+import { emitTokenEvent } from "../oauth-tokens/events.ts";
 import { saveTokens } from "../oauth-tokens/seal.ts";
 import type { TokenTenant } from "../oauth-tokens/tenant.ts";
 import { hashState, verifierContext } from "./authenticate.ts";
@@ -135,6 +136,9 @@ async function exchange(
       { targetId: flow.targetTokenRef, makeDefault: flow.makeDefault, workspaceId: flow.workspaceId },
     );
     await finishFlow(tx, flow.id, { status: "completed", tokenRef: row.id });
+    if (row.id !== flow.targetTokenRef) {
+      await emitTokenEvent(tx, "oauth.token.created", row, provider.providerId);
+    }
   });
   await db.notify(FLOW_CHANNEL, flow.id);
   return {

@@ -1,11 +1,12 @@
 import { badGateway } from "../../core/errors.ts";
-import type { Executor } from "../../db/client.ts";
+import { type Executor, inTransaction } from "../../db/client.ts";
 import { OAuthCallFailed } from "../../oauth/client.ts";
 import { revocationEndpoint, revokeToken } from "../../oauth/revocation.ts";
 import { FetchRefused } from "../../oauth/safe-fetch.ts";
 import { providerClient } from "../oauth-providers/service.ts";
 import type { ProviderRow } from "../oauth-providers/store.ts";
 import type { FlowEnv } from "./env.ts";
+import { emitTokenEvent } from "./events.ts";
 import { tokenContext } from "./seal.ts";
 import { deleteTokenRows, type TokenRow } from "./store.ts";
 
@@ -70,7 +71,13 @@ export async function revokeAndDelete(
       failures.push(err.message);
     }
   }
-  await deleteTokenRows(exec, done);
+  await inTransaction(exec, async (tx) => {
+    await deleteTokenRows(tx, done);
+    for (const { token, provider } of found) {
+      if (done.includes(token.id))
+        await emitTokenEvent(tx, "oauth.token.revoked", token, provider.providerId);
+    }
+  });
   if (failures.length > 0) {
     const kept = failures.length === 1 ? "The token was" : `${failures.length} tokens were`;
     const gone = done.length > 0 ? ` ${done.length} other token(s) were revoked and deleted.` : "";

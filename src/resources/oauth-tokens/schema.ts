@@ -1,5 +1,5 @@
 import { type Static, Type } from "@sinclair/typebox";
-import { DateTime, Nullable, Uuid } from "../../core/shapes.ts";
+import { DateTime, Nullable, StringEnum, Uuid } from "../../core/shapes.ts";
 import { ProviderSlug } from "../oauth-providers/schema.ts";
 
 /** An end user's id as the application names it: printable text, no control characters. */
@@ -48,6 +48,18 @@ export const OAuthTokenSummary = Type.Object(
     agent_id: Nullable(Type.String()),
     token_type: Type.String(),
     has_refresh_token: Type.Boolean(),
+    status: Type.Optional(
+      StringEnum(["ok", "expired", "broken"] as const, {
+        description:
+          "With include_status: broken when the provider refused a refresh for good (see broken_reason), " +
+          "expired when it lapsed and cannot be refreshed, else ok.",
+      }),
+    ),
+    broken_at: Type.Optional(Nullable(DateTime)),
+    broken_reason: Type.Optional(Nullable(Type.String({ description: "The provider's reason." }))),
+    last_refreshed_at: Type.Optional(Nullable(DateTime)),
+    last_error: Type.Optional(Nullable(Type.String())),
+    last_error_at: Type.Optional(Nullable(DateTime)),
   },
   { description: "A stored token of the tenant; never its value." },
 );
@@ -62,6 +74,9 @@ export const TokensQuery = Type.Object({
   provider_id: Type.Optional(ProviderSlug),
   provider: Type.Optional({ ...ProviderSlug, description: "Older name of provider_id." }),
   agent_id: Type.Optional(AgentId),
+  include_status: Type.Optional(
+    Type.Boolean({ description: "Add status, broken_reason, last refresh and last error to each token." }),
+  ),
   ...OwnerField,
 });
 export type TokensQuery = Static<typeof TokensQuery>;

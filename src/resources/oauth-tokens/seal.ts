@@ -8,8 +8,8 @@ import { OAuthCallFailed, refreshTokens, type TokenSet } from "../../oauth/clien
 import { providerClient } from "../oauth-providers/service.ts";
 import type { ProviderRow } from "../oauth-providers/store.ts";
 import type { FlowEnv } from "./env.ts";
+import { emitTokenEvent } from "./events.ts";
 import {
-  deleteTokenRows,
   insertTokenRow,
   makeDefault,
   type Subject,
@@ -47,12 +47,13 @@ export function issued(row: TokenRow, keyring: Keyring): IssuedToken {
 
 /**
  * A token is renewed once less than a share of its lifetime is left (at most 30 s), so what is
- * handed out is still usable for a while.
+ * handed out is still usable for a while; `marginMs` asks for a fixed margin instead (the proxy's
+ * 60 s, so a call never leaves with a token about to lapse).
  */
-export function needsRefresh(row: TokenRow, now = Date.now()): boolean {
+export function needsRefresh(row: TokenRow, now = Date.now(), marginMs?: number): boolean {
   if (row.expiresAt === null) return false;
   const lifetime = row.expiresAt.getTime() - row.issuedAt.getTime();
-  const margin = Math.min(30_000, Math.max(0, lifetime / 2));
+  const margin = marginMs ?? Math.min(30_000, Math.max(0, lifetime / 2));
   return row.expiresAt.getTime() - margin <= now;
 }
 
@@ -68,6 +69,9 @@ function sealed(keyring: Keyring, id: string, tokens: TokenSet, keepRefresh: str
     expiresAt: tokens.expiresIn === null ? null : new Date(now.getTime() + tokens.expiresIn * 1000),
     issuedAt: now,
     updatedAt: now,
+    // A fresh grant repairs a token its provider had refused.
+    brokenAt: null,
+    brokenReason: null,
   };
 }
 
@@ -117,24 +121,47 @@ export async function saveTokens(
   return opts.makeDefault ? makeDefault(exec, row) : row;
 }
 
+type Renewal =
+  | { kind: "ok"; row: TokenRow | null }
+  | { kind: "broken"; row: TokenRow }
+  | { kind: "failed"; message: string };
+
+/** When to renew: when (nearly) expired, or (after the provider refused it) when it is still the one refused. */
+export interface RenewWhen {
+  /** A fixed margin before expiry (else needsRefresh's share of the lifetime). */
+  marginMs?: number;
+  /** The provider refused this access token (its issued_at): renew unless someone already did. */
+  rejectedIssuedAt?: Date;
+}
+
+const due = (row: TokenRow, when: RenewWhen) =>
+  when.rejectedIssuedAt !== undefined
+    ? row.issuedAt.getTime() <= when.rejectedIssuedAt.getTime()
+    : needsRefresh(row, Date.now(), when.marginMs);
+
 /**
- * The token, renewed first when it is (nearly) expired. Concurrent callers serialize on the row
- * lock and re-check after it, so one expiry causes one refresh. Null when the token cannot be
- * renewed (no refresh token, or the provider no longer accepts it): a new flow is needed.
+ * The token, renewed first when it is due. Concurrent callers serialize on the row lock and
+ * re-check after it, so one expiry (or one refused token) causes one refresh. Null when the token
+ * cannot be renewed: no refresh token, or the provider refused the refresh for good, in which case
+ * the token is kept, marked broken with the provider's reason (shown to people, never handed out,
+ * repaired by the next flow that renews it), and `oauth.token.refresh_failed` is sent. Any other
+ * failure is recorded as the token's last error and is a 502.
  */
 export async function usableToken(
   exec: Executor,
   env: FlowEnv,
   row: TokenRow,
   provider: ProviderRow,
+  when: RenewWhen = {},
 ): Promise<TokenRow | null> {
-  if (!needsRefresh(row)) return row;
+  if (row.brokenAt !== null) return null;
+  if (!due(row, when)) return row;
   if (row.refreshTokenEnc === null) return null;
-  return exec.transaction(async (tx) => {
+  const outcome = await exec.transaction(async (tx): Promise<Renewal> => {
     const locked = await tokenById(tx, row.id, true);
-    if (!locked) return null;
-    if (!needsRefresh(locked)) return locked;
-    if (locked.refreshTokenEnc === null) return null;
+    if (!locked || locked.brokenAt !== null) return { kind: "ok", row: null };
+    if (!due(locked, when)) return { kind: "ok", row: locked };
+    if (locked.refreshTokenEnc === null) return { kind: "ok", row: null };
     const refreshToken = env.keyring.decrypt(
       locked.refreshTokenEnc,
       tokenContext("refresh_token_enc", locked.id),
@@ -148,21 +175,37 @@ export async function usableToken(
         refreshToken,
       );
     } catch (err) {
-      if (err instanceof OAuthCallFailed && err.oauthError === "invalid_grant") {
-        // The grant is gone (revoked or expired at the provider): forget it so a new flow starts.
-        await deleteTokenRows(tx, [locked.id]);
-        return null;
-      }
-      throw badGateway(
+      const message =
         err instanceof OAuthCallFailed
           ? `Refreshing the token failed. ${err.message}`
-          : "Refreshing the token failed.",
-      );
+          : "Refreshing the token failed.";
+      if (err instanceof OAuthCallFailed && err.oauthError === "invalid_grant") {
+        // The grant is gone (revoked or expired at the provider): kept, so people can see why.
+        const now = new Date();
+        const broken = await updateTokenRow(tx, locked.id, {
+          brokenAt: now,
+          brokenReason: err.message,
+          lastError: err.message,
+          lastErrorAt: now,
+        });
+        await emitTokenEvent(tx, "oauth.token.refresh_failed", broken ?? locked, provider.providerId, {
+          reason: err.message,
+          broken: true,
+        });
+        return { kind: "broken", row: broken ?? locked };
+      }
+      return { kind: "failed", message };
     }
     const updated = await updateTokenRow(tx, locked.id, {
       scopes: tokens.scope ?? locked.scopes,
       ...sealed(env.keyring, locked.id, tokens, locked.refreshTokenEnc),
+      lastRefreshedAt: new Date(),
     });
-    return updated ?? null;
+    return { kind: "ok", row: updated ?? null };
   });
+  if (outcome.kind === "ok") return outcome.row;
+  if (outcome.kind === "broken") return null;
+  // Recorded outside the refresh's transaction, which failed; the token itself is unchanged.
+  await updateTokenRow(exec, row.id, { lastError: outcome.message, lastErrorAt: new Date() });
+  throw badGateway(outcome.message);
 }

@@ -15,8 +15,23 @@ import {
 } from "./store.ts";
 import { type TokenScope, type TokenTenant, visibleTokens } from "./tenant.ts";
 
-export function toSummary(row: TokenRow, providerSlug: string): OAuthTokenSummary {
+/** What the Tokens page shows beside the summary: whether the token works and its history. */
+function statusOf(row: TokenRow) {
+  const lapsed =
+    row.expiresAt !== null && row.expiresAt.getTime() <= Date.now() && row.refreshTokenEnc === null;
   return {
+    status: row.brokenAt !== null ? ("broken" as const) : lapsed ? ("expired" as const) : ("ok" as const),
+    broken_at: iso(row.brokenAt),
+    broken_reason: row.brokenReason,
+    last_refreshed_at: iso(row.lastRefreshedAt),
+    last_error: row.lastError,
+    last_error_at: iso(row.lastErrorAt),
+  };
+}
+
+export function toSummary(row: TokenRow, providerSlug: string, withStatus = false): OAuthTokenSummary {
+  return {
+    ...(withStatus ? statusOf(row) : {}),
     id: row.id,
     provider_id: providerSlug,
     provider_account_label: row.providerAccountLabel,
@@ -44,12 +59,13 @@ export async function listTokens(
     providerSlug: q.provider_id ?? q.provider,
     agentId: q.agent_id,
   });
-  return list.map((r) => toSummary(r.token, r.provider.providerId));
+  return list.map((r) => toSummary(r.token, r.provider.providerId, q.include_status === true));
 }
 
-/** Whether the scope holds a token for the provider (an unknown provider holds none). */
+/** Whether the scope holds a usable token for the provider (not a broken one; an unknown provider holds none). */
 export async function hasToken(exec: Executor, scope: TokenScope, slug: string): Promise<boolean> {
-  return (await tokensWithProviders(exec, { ...visibleTokens(scope), providerSlug: slug }, 1)).length > 0;
+  const usable = { ...visibleTokens(scope), providerSlug: slug, usable: true };
+  return (await tokensWithProviders(exec, usable, 1)).length > 0;
 }
 
 /** One of the scope's tokens; any other (another tenant's, another user's) is not found. */
@@ -114,7 +130,10 @@ const slackInWorkspace = (tenant: TokenTenant, workspaceId: string): TokenFilter
 });
 
 export async function hasSlackToken(exec: Executor, tenant: TokenTenant, workspaceId: string) {
-  return (await tokensWithProviders(exec, slackInWorkspace(tenant, workspaceId), 1)).length > 0;
+  return (
+    (await tokensWithProviders(exec, { ...slackInWorkspace(tenant, workspaceId), usable: true }, 1)).length >
+    0
+  );
 }
 
 export async function deleteSlackTokens(

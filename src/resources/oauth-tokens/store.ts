@@ -1,4 +1,4 @@
-import { and, asc, desc, eq, inArray, isNull, ne } from "drizzle-orm";
+import { and, asc, desc, eq, inArray, isNull, ne, sql } from "drizzle-orm";
 import type { EnvelopeColumn } from "../../crypto/rotate.ts";
 import type { Executor } from "../../db/client.ts";
 import { envelopeColumn } from "../../db/envelopes.ts";
@@ -52,6 +52,8 @@ export interface TokenFilter {
   /** The provider's slug (`provider_id`). */
   providerSlug?: string;
   providerType?: string;
+  /** Only tokens that are not broken (their provider refused a refresh for good). */
+  usable?: boolean;
 }
 
 export interface TokenWithProvider {
@@ -75,6 +77,7 @@ function matching(f: TokenFilter) {
     f.providerRef === undefined ? undefined : eq(oauthTokens.providerRef, f.providerRef),
     f.providerSlug === undefined ? undefined : eq(oauthProviders.providerId, f.providerSlug),
     f.providerType === undefined ? undefined : eq(oauthProviders.providerType, f.providerType),
+    f.usable === true ? isNull(oauthTokens.brokenAt) : undefined,
   );
 }
 
@@ -101,7 +104,13 @@ export function tokensWithProviders(
  */
 export async function pickToken(exec: Executor, f: TokenFilter): Promise<TokenRow | undefined> {
   const [found] = await withProviders(exec, f)
-    .orderBy(desc(oauthTokens.isDefault), desc(oauthTokens.updatedAt), asc(oauthTokens.id))
+    // A broken token only when there is no other: a flow then renews (repairs) it in place.
+    .orderBy(
+      sql`${oauthTokens.brokenAt} IS NULL DESC`,
+      desc(oauthTokens.isDefault),
+      desc(oauthTokens.updatedAt),
+      asc(oauthTokens.id),
+    )
     .limit(1);
   return found?.token;
 }

@@ -437,7 +437,7 @@ forEachDatabase(
       assert.equal(stored[0]?.n, 0);
     });
 
-    it("refresh: a refresh token the provider no longer accepts leads to a new flow", async () => {
+    it("refresh: a refresh token the provider no longer accepts: kept as broken with the reason, exists false, a new flow repairs it", async () => {
       const ctx = suite.ctx;
       const done = await fullFlow({ user_id: "user-10", provider: "post-no-pkce", scopes: ["openid"] });
       const id = done.token_id ?? "";
@@ -452,7 +452,34 @@ forEachDatabase(
       );
       const next = await authenticate({ user_id: "user-10", provider: "post-no-pkce", scopes: ["openid"] });
       assert.equal(next.status, "pending");
-      assert.deepEqual(await tokensOf("user-10"), [], "the dead token is forgotten");
+      const kept = (await tokensOf("user-10", "&include_status=true")) as (TokenRecord & {
+        status?: string;
+        broken_reason?: string | null;
+        last_error?: string | null;
+      })[];
+      assert.equal(kept.length, 1, "the dead token is kept, so people can see why");
+      assert.equal(kept[0]?.id, id);
+      assert.equal(kept[0]?.status, "broken");
+      assert.match(kept[0]?.broken_reason ?? "", /invalid_grant/);
+      assert.equal(kept[0]?.last_error, kept[0]?.broken_reason);
+      const exists = await send(
+        ctx,
+        "GET",
+        "/v2/auth/tokens/exists?provider_id=post-no-pkce&user_id=user-10",
+      );
+      assert.deepEqual(exists.json(), { has_token: false });
+      // Finishing the new flow renews the same token, no longer broken.
+      const page = await callback(ctx, await oidc.authorize(next.url ?? ""));
+      assert.equal(page.statusCode, 200, page.body);
+      const done2 = await wait(next.auth_id ?? "");
+      assert.equal(done2.status, "completed");
+      assert.equal(done2.token_id, id, "repaired in place");
+      const repaired = (await tokensOf("user-10", "&include_status=true")) as { status?: string }[];
+      assert.equal(repaired[0]?.status, "ok");
+      assert.deepEqual(
+        (await send(ctx, "GET", "/v2/auth/tokens/exists?provider_id=post-no-pkce&user_id=user-10")).json(),
+        { has_token: true },
+      );
     });
 
     it("refresh: token endpoint down → 502, and the token is kept", async () => {
