@@ -5,11 +5,13 @@ import { platformRoutes } from "./platform/routes.ts";
 import { agentConnectionRoutes } from "./resources/agent-connections/routes.ts";
 import { apiKeyRoutes } from "./resources/api-keys/routes.ts";
 import { auditLogRoutes } from "./resources/audit-log/routes.ts";
+import { backupRoutes } from "./resources/backup/routes.ts";
 import { deploymentMetricsRoutes } from "./resources/deployments/metrics-routes.ts";
 import { deploymentRoutes } from "./resources/deployments/routes.ts";
 import { eventRoutes } from "./resources/events/routes.ts";
 import { integrationRoutes } from "./resources/integrations/routes.ts";
 import { listenerRoutes } from "./resources/listeners/routes.ts";
+import { oauthProxyRoutes } from "./resources/oauth-flows/proxy-routes.ts";
 import { oauthFlowRoutes } from "./resources/oauth-flows/routes.ts";
 import { oauthCatalogRoutes } from "./resources/oauth-providers/catalog-routes.ts";
 import { oauthProviderRoutes } from "./resources/oauth-providers/routes.ts";
@@ -38,6 +40,7 @@ export async function routes(app: App, opts: { metrics: Registry }): Promise<voi
   await app.register(tagRoutes);
   await app.register(oauthProviderRoutes);
   await app.register(oauthCatalogRoutes);
+  await app.register(oauthProxyRoutes);
   await app.register(oauthFlowRoutes);
   await app.register(oauthTokenRoutes);
   await app.register(agentConnectionRoutes);
@@ -50,5 +53,6 @@ export async function routes(app: App, opts: { metrics: Registry }): Promise<voi
   await app.register(webhookRoutes);
   await app.register(eventRoutes);
   await app.register(auditLogRoutes);
+  await app.register(backupRoutes);
   await app.register(listenerRoutes);
 }

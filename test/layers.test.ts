@@ -7,7 +7,8 @@ import { fileURLToPath } from "node:url";
 
 /*
  * The layers of src/, bottom up, and the rules between them (docs/architecture.md):
- *   1. crypto, config, db (in that order: crypto takes its settings as arguments)
+ *   1. crypto, config, db, backup (in that order: crypto takes its settings as arguments; backup
+ *      reads and writes the whole database through db)
  *   2. core, protocol, templates
  *   3. codehost, oauth, runtimes, listener
  *   4. reconciler
@@ -26,6 +27,7 @@ const FOLDER_LAYER: Record<string, number> = {
   crypto: 1,
   config: 1.1,
   db: 1.2,
+  backup: 1.3,
   core: 2,
   protocol: 2,
   templates: 2,

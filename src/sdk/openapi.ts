@@ -780,6 +780,150 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/backup": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Download a backup of the whole database (system admin keys only)
+         * @description A consistent snapshot, gzip-compressed, with a checksum; secrets stay sealed and the master key is never in it. Restore it with `slipway restore FILE` (docs/operations.md).
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The backup file. */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/gzip": string;
+                    };
+                };
+                /** @description Missing, unknown or revoked API key. */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/gzip": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description Not a system admin key. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/gzip": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description Not found (also for another tenant's resources). */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/gzip": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description The headers or the body did not arrive in time (SLIPWAY_HEADERS_TIMEOUT_MS, SLIPWAY_REQUEST_TIMEOUT_MS); the connection is closed. */
+                408: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/gzip": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description The request does not satisfy the schema or a field rule; `detail` lists each field. Also: a NUL byte or invalid Unicode in any string, JSON nested over 32 levels, numbers beyond ±2^53, numeric query parameters not in plain decimal digits or beyond their range, array-form parameters (`limit[]`). */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/gzip": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description Too many requests for this API key, or too many failed authentications (401) from this client address; retry after Retry-After seconds. */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/gzip": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description A fault on the server; the body never carries internals. */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/gzip": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/integrations/codehost/{integration_id}/repos": {
         parameters: {
             query?: never;
@@ -4915,6 +5059,375 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v2/auth/catalog": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the provider templates of the catalog (by id)
+         * @description Each template's URLs, default scopes, PKCE and token endpoint auth method, the placeholders its URLs take (`params`, given as `template_params`), its quirks, and the page of the provider's documentation they come from.
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            api_base_url: string;
+                            auth_url: string;
+                            default_scopes: string[];
+                            docs_url: string;
+                            id: string;
+                            name: string;
+                            params: {
+                                [key: string]: {
+                                    description: string;
+                                    /** @description Anchored: a value can never add a host or path. */
+                                    pattern: string;
+                                };
+                            };
+                            provider_type: string | null;
+                            quirks: {
+                                api_headers?: {
+                                    [key: string]: string;
+                                };
+                                /** @description Added to the authorization URL (Google's access_type=offline, Atlassian's audience). */
+                                auth_params?: {
+                                    [key: string]: string;
+                                };
+                                /** @description The provider's own error codes that mean what invalid_grant means. */
+                                error_codes?: {
+                                    [key: string]: "invalid_grant";
+                                };
+                                /** @description The token endpoint reports errors with HTTP 200 (GitHub, Slack). */
+                                error_in_ok_response?: boolean;
+                                notes: string[];
+                                /** @description The authorization parameter scopes go in (Slack's user_scope for user tokens). */
+                                scope_param?: "scope" | "user_scope";
+                                scope_separator?: " " | ",";
+                                /** @description The header the proxy sends the token in, bare, instead of Authorization: Bearer. */
+                                token_header?: string;
+                                /** @description The member of the token response the token is nested in (Slack's authed_user). */
+                                token_path?: string;
+                            };
+                            token_endpoint_auth_method: "client_secret_post" | "client_secret_basic" | "none";
+                            token_url: string;
+                            uses_pkce: boolean;
+                        }[];
+                    };
+                };
+                /** @description Missing, unknown or revoked API key. */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description The key's role, workspace binding or X-Tenant-Id does not allow this. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description Not found (also for another tenant's resources). */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description The headers or the body did not arrive in time (SLIPWAY_HEADERS_TIMEOUT_MS, SLIPWAY_REQUEST_TIMEOUT_MS); the connection is closed. */
+                408: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description The request does not satisfy the schema or a field rule; `detail` lists each field. Also: a NUL byte or invalid Unicode in any string, JSON nested over 32 levels, numbers beyond ±2^53, numeric query parameters not in plain decimal digits or beyond their range, array-form parameters (`limit[]`). */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description Too many requests for this API key, or too many failed authentications (401) from this client address; retry after Retry-After seconds. */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description A fault on the server; the body never carries internals. */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/auth/catalog/{template}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Read one provider template */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    template: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description A provider template of the catalog. */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            api_base_url: string;
+                            auth_url: string;
+                            default_scopes: string[];
+                            docs_url: string;
+                            id: string;
+                            name: string;
+                            params: {
+                                [key: string]: {
+                                    description: string;
+                                    /** @description Anchored: a value can never add a host or path. */
+                                    pattern: string;
+                                };
+                            };
+                            provider_type: string | null;
+                            quirks: {
+                                api_headers?: {
+                                    [key: string]: string;
+                                };
+                                /** @description Added to the authorization URL (Google's access_type=offline, Atlassian's audience). */
+                                auth_params?: {
+                                    [key: string]: string;
+                                };
+                                /** @description The provider's own error codes that mean what invalid_grant means. */
+                                error_codes?: {
+                                    [key: string]: "invalid_grant";
+                                };
+                                /** @description The token endpoint reports errors with HTTP 200 (GitHub, Slack). */
+                                error_in_ok_response?: boolean;
+                                notes: string[];
+                                /** @description The authorization parameter scopes go in (Slack's user_scope for user tokens). */
+                                scope_param?: "scope" | "user_scope";
+                                scope_separator?: " " | ",";
+                                /** @description The header the proxy sends the token in, bare, instead of Authorization: Bearer. */
+                                token_header?: string;
+                                /** @description The member of the token response the token is nested in (Slack's authed_user). */
+                                token_path?: string;
+                            };
+                            token_endpoint_auth_method: "client_secret_post" | "client_secret_basic" | "none";
+                            token_url: string;
+                            uses_pkce: boolean;
+                        };
+                    };
+                };
+                /** @description Missing, unknown or revoked API key. */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description The key's role, workspace binding or X-Tenant-Id does not allow this. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description Not found (also for another tenant's resources). */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description The headers or the body did not arrive in time (SLIPWAY_HEADERS_TIMEOUT_MS, SLIPWAY_REQUEST_TIMEOUT_MS); the connection is closed. */
+                408: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description The request does not satisfy the schema or a field rule; `detail` lists each field. Also: a NUL byte or invalid Unicode in any string, JSON nested over 32 levels, numbers beyond ±2^53, numeric query parameters not in plain decimal digits or beyond their range, array-form parameters (`limit[]`). */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description Too many requests for this API key, or too many failed authentications (401) from this client address; retry after Retry-After seconds. */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description A fault on the server; the body never carries internals. */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v2/auth/providers": {
         parameters: {
             query?: never;
@@ -4939,6 +5452,7 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
+                            api_base_url?: string | null;
                             auth_url: string;
                             client_id: string;
                             code_challenge_method: string | null;
@@ -4954,6 +5468,10 @@ export interface paths {
                             organization_id: string;
                             provider_id: string;
                             provider_type: string | null;
+                            template?: string | null;
+                            template_params?: {
+                                [key: string]: string;
+                            };
                             token_endpoint_auth_method: string;
                             token_url: string;
                             /** Format: date-time */
@@ -5081,8 +5599,9 @@ export interface paths {
             requestBody: {
                 content: {
                     "application/json": {
-                        /** @description Absolute https URL. */
-                        auth_url: string;
+                        api_base_url?: string | null;
+                        /** @description Absolute https URL; required unless a template gives it. */
+                        auth_url?: string;
                         client_id: string;
                         client_secret?: string | null;
                         /**
@@ -5091,17 +5610,24 @@ export interface paths {
                          */
                         code_challenge_method?: "S256" | "plain" | null;
                         mcp_server_url?: string | null;
-                        name: string;
+                        /** @description Required unless a template gives it. */
+                        name?: string;
                         /** @description Lowercase letters, digits, '-' and '_', 1 to 64 characters; unique in the organization. */
                         provider_id: string;
                         provider_type?: string | null;
+                        /** @description A catalog template (GET /v2/auth/catalog): fills every field not given explicitly. */
+                        template?: string;
+                        /** @description Values of the template's URL placeholders, e.g. {"tenant": "contoso.onmicrosoft.com"}. */
+                        template_params?: {
+                            [key: string]: string;
+                        };
                         /**
                          * @description Default client_secret_post.
                          * @enum {string|null}
                          */
                         token_endpoint_auth_method?: "client_secret_post" | "client_secret_basic" | "none" | null;
-                        /** @description Absolute https URL. */
-                        token_url: string;
+                        /** @description Absolute https URL; required unless a template gives it. */
+                        token_url?: string;
                         uses_pkce?: boolean | null;
                     };
                 };
@@ -5114,6 +5640,7 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
+                            api_base_url?: string | null;
                             auth_url: string;
                             client_id: string;
                             code_challenge_method: string | null;
@@ -5129,6 +5656,10 @@ export interface paths {
                             organization_id: string;
                             provider_id: string;
                             provider_type: string | null;
+                            template?: string | null;
+                            template_params?: {
+                                [key: string]: string;
+                            };
                             token_endpoint_auth_method: string;
                             token_url: string;
                             /** Format: date-time */
@@ -5321,6 +5852,7 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
+                            api_base_url?: string | null;
                             auth_url: string;
                             client_id: string;
                             code_challenge_method: string | null;
@@ -5336,6 +5868,10 @@ export interface paths {
                             organization_id: string;
                             provider_id: string;
                             provider_type: string | null;
+                            template?: string | null;
+                            template_params?: {
+                                [key: string]: string;
+                            };
                             token_endpoint_auth_method: string;
                             token_url: string;
                             /** Format: date-time */
@@ -5475,6 +6011,7 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
+                            api_base_url?: string | null;
                             auth_url: string;
                             client_id: string;
                             code_challenge_method: string | null;
@@ -5491,6 +6028,10 @@ export interface paths {
                             organization_id: string;
                             provider_id: string;
                             provider_type: string | null;
+                            template?: string | null;
+                            template_params?: {
+                                [key: string]: string;
+                            };
                             token_endpoint_auth_method: string;
                             token_url: string;
                             /** Format: date-time */
@@ -5621,6 +6162,7 @@ export interface paths {
             requestBody: {
                 content: {
                     "application/json": {
+                        api_base_url?: string | null;
                         auth_url?: string | null;
                         client_id?: string | null;
                         client_secret?: string | null;
@@ -5640,6 +6182,7 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
+                            api_base_url?: string | null;
                             auth_url: string;
                             client_id: string;
                             code_challenge_method: string | null;
@@ -5655,6 +6198,10 @@ export interface paths {
                             organization_id: string;
                             provider_id: string;
                             provider_type: string | null;
+                            template?: string | null;
+                            template_params?: {
+                                [key: string]: string;
+                            };
                             token_endpoint_auth_method: string;
                             token_url: string;
                             /** Format: date-time */
@@ -5838,6 +6385,7 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
+                            api_base_url?: string | null;
                             auth_url: string;
                             client_id: string;
                             code_challenge_method: string | null;
@@ -5853,6 +6401,10 @@ export interface paths {
                             organization_id: string;
                             provider_id: string;
                             provider_type: string | null;
+                            template?: string | null;
+                            template_params?: {
+                                [key: string]: string;
+                            };
                             token_endpoint_auth_method: string;
                             token_url: string;
                             /** Format: date-time */
