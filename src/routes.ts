@@ -11,6 +11,7 @@ import { deploymentRoutes } from "./resources/deployments/routes.ts";
 import { eventRoutes } from "./resources/events/routes.ts";
 import { integrationRoutes } from "./resources/integrations/routes.ts";
 import { listenerRoutes } from "./resources/listeners/routes.ts";
+import { oauthProxyRoutes } from "./resources/oauth-flows/proxy-routes.ts";
 import { oauthFlowRoutes } from "./resources/oauth-flows/routes.ts";
 import { oauthCatalogRoutes } from "./resources/oauth-providers/catalog-routes.ts";
 import { oauthProviderRoutes } from "./resources/oauth-providers/routes.ts";
@@ -39,6 +40,7 @@ export async function routes(app: App, opts: { metrics: Registry }): Promise<voi
   await app.register(tagRoutes);
   await app.register(oauthProviderRoutes);
   await app.register(oauthCatalogRoutes);
+  await app.register(oauthProxyRoutes);
   await app.register(oauthFlowRoutes);
   await app.register(oauthTokenRoutes);
   await app.register(agentConnectionRoutes);

@@ -30,10 +30,21 @@ export interface Standin {
   authorize(url: string): URL;
   /** Whether an access token is live. */
   live(token: string): boolean;
+  /** The provider stops taking an access token (its API answers 401). */
+  kill(token: string): void;
+  api: Api;
   close(): Promise<void>;
 }
 
 const TENANT = "contoso.onmicrosoft.com";
+
+export interface Api {
+  /** Every API call with the bearer token it carried. */
+  calls: { path: string; token: string }[];
+  /** Lets /api/big send the rest of its body. */
+  release: () => void;
+  bigSize: number;
+}
 
 interface Grant {
   scopes: string[];
@@ -216,10 +227,65 @@ export async function startStandin(style: Style): Promise<Standin> {
     }
     if (url.pathname.startsWith("/api/")) {
       const bearer = /^Bearer (.+)$/.exec(req.headers.authorization ?? "")?.[1] ?? "";
+      const body = await readBody(req);
+      api.calls.push({ path: url.pathname, token: bearer });
       if (!access.has(bearer)) return send(res, 401, { message: "Bad credentials" });
-      return send(res, 200, { ok: true, path: url.pathname });
+      return serveApi(req, res, url, body, bearer);
     }
     send(res, 404, { error: "not_found" });
+  };
+
+  const api: Api = { calls: [], release: () => {}, bigSize: 8 * 1024 * 1024 };
+  /** The provider's API: what a proxy test needs to see (echo, a large streamed body, redirects, 429). */
+  const serveApi = (req: IncomingMessage, res: ServerResponse, url: URL, body: string, bearer: string) => {
+    switch (url.pathname) {
+      case "/api/echo":
+        return send(res, 200, {
+          method: req.method,
+          path: url.pathname,
+          query: url.search,
+          headers: req.headers,
+          body,
+          token_seen: bearer,
+        });
+      case "/api/limited":
+        res.writeHead(429, { "retry-after": "17", "content-type": "application/json" });
+        return res.end(JSON.stringify({ message: "API rate limit exceeded" }));
+      case "/api/redirect-same":
+        res.writeHead(302, { location: "/api/echo?redirected=1" });
+        return res.end();
+      case "/api/redirect-other":
+        res.writeHead(302, {
+          location: `http://localhost:${(server.address() as AddressInfo).port}/api/echo`,
+        });
+        return res.end();
+      case "/api/big": {
+        // The first chunk, then the rest only once the test has seen it: a proxy that buffered
+        // the whole answer would never let it through.
+        res.writeHead(200, {
+          "content-type": "application/octet-stream",
+          "content-length": String(api.bigSize),
+        });
+        const chunk = Buffer.alloc(64 * 1024, 7);
+        res.write(chunk);
+        api.release = () => {
+          let sent = chunk.length;
+          const more = () => {
+            while (sent < api.bigSize) {
+              const n = Math.min(chunk.length, api.bigSize - sent);
+              sent += n;
+              if (!res.write(n === chunk.length ? chunk : chunk.subarray(0, n)))
+                return res.once("drain", more);
+            }
+            res.end();
+          };
+          more();
+        };
+        return;
+      }
+      default:
+        return send(res, 200, { ok: true, path: url.pathname });
+    }
   };
 
   const server: Server = createServer((req, res) => {
@@ -260,6 +326,10 @@ export async function startStandin(style: Style): Promise<Standin> {
       return redirect;
     },
     live: (t) => access.has(t),
+    kill: (t) => {
+      access.delete(t);
+    },
+    api,
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
 }
