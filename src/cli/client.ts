@@ -25,6 +25,7 @@ import { logs, logsFlags } from "./commands/logs.ts";
 import { listeners, providerFlags, providers } from "./commands/providers.ts";
 import { interrupt, interruptFlags, rollback, rollbackFlags } from "./commands/rollback.ts";
 import { secrets } from "./commands/secrets.ts";
+import { tokenFlags, tokens } from "./commands/tokens.ts";
 import { type Context, makeContext } from "./context.ts";
 import { CLIENT_DOCS, type CommandDoc, commandHelp, SERVER_DOCS } from "./help.ts";
 import { EXIT, exitCodeOf, Output } from "./output.ts";
@@ -49,6 +50,7 @@ const COMMANDS: Record<string, Command> = {
   secrets: { flags: {}, run: secrets },
   providers: { flags: providerFlags, run: providers },
   listeners: { flags: {}, run: listeners },
+  tokens: { flags: tokenFlags, run: tokens },
   keys: { flags: accountFlags, run: keys },
   workspaces: { flags: {}, run: workspaces },
 };

@@ -118,8 +118,16 @@ export const CLIENT_DOCS: Record<string, CommandDoc> = {
       "providers get ID",
       "providers create --provider-id ID --name N --client-id C --auth-url URL --token-url URL [--client-secret S] [--pkce] [--provider-type T] [--token-endpoint-auth-method M]",
       "providers delete ID",
+      "providers catalog [TEMPLATE]",
+      "providers create --template T --provider-id ID --client-id C [--client-secret S] [--param NAME=VALUE…] [--api-base-url URL] [any field above, which wins]",
     ],
-    summary: "Manage the organization's OAuth provider configurations.",
+    summary:
+      "Manage the organization's OAuth provider configurations; a catalog template fills in a provider's URLs and quirks (docs/oauth.md).",
+  },
+  tokens: {
+    usage: ["tokens ls [--provider ID] [--user USER]", "tokens revoke TOKEN_ID [--user USER]"],
+    summary:
+      "List the stored OAuth tokens of your tenant (who holds one, scopes, expiry, last refresh, why one is broken), or revoke one at its provider and delete it.",
   },
   listeners: {
     usage: ["listeners list"],
