@@ -8,6 +8,7 @@ import { DeploymentPage } from "./deployment.tsx";
 import { DeploymentsPage } from "./deployments.tsx";
 import { ProvidersPage } from "./providers.tsx";
 import { inWorkspace, type Session, signIn, signOut, storedKey } from "./session.ts";
+import { TokensPage } from "./tokens.tsx";
 import "./style.css";
 import { ErrorBox } from "./ui.tsx";
 import { WorkspacePicker } from "./workspaces.tsx";
@@ -71,6 +72,7 @@ function Page({
     return <DeploymentPage key={id} session={session} id={id} onWorkspace={onWorkspace} />;
   if (page === "new" && session.role !== "viewer") return <CreatePage session={session} />;
   if (page === "providers") return <ProvidersPage session={session} />;
+  if (page === "tokens") return <TokensPage session={session} />;
   if (page === "integrations") return <IntegrationsPage session={session} />;
   if (page === "admin" && session.role === "admin") return <AdminPage session={session} />;
   return <DeploymentsPage session={session} />;
@@ -103,6 +105,7 @@ function App() {
           <a href="#/deployments">Deployments</a>
           {session.role !== "viewer" && <a href="#/new">New deployment</a>}
           <a href="#/providers">OAuth providers</a>
+          <a href="#/tokens">Tokens</a>
           <a href="#/integrations">Integrations</a>
           {session.role === "admin" && <a href="#/admin">Keys &amp; workspaces</a>}
         </nav>
