@@ -21,9 +21,19 @@ export const MANAGED_KINDS: readonly { apiVersion: string; kind: string }[] = [
   { apiVersion: "policy/v1", kind: "PodDisruptionBudget" },
   { apiVersion: "apps/v1", kind: "Deployment" },
   { apiVersion: "apps/v1", kind: "StatefulSet" },
+  { apiVersion: "networking.k8s.io/v1", kind: "NetworkPolicy" },
   { apiVersion: "v1", kind: "Service" },
+  // Made by the StatefulSet controller from the claim template (labelled): pruned after it.
+  { apiVersion: "v1", kind: "PersistentVolumeClaim" },
+  // Last: a database's Secret goes only once its volume is gone (listener/prune.ts).
   { apiVersion: "v1", kind: "Secret" },
 ];
+
+/** Every API call gives up after this long (a hung connection must not stop the loop). */
+export const CALL_TIMEOUT_MS = 30_000;
+
+/** The field manager that holds `spec.replicas` while an HPA takes it over (the SSA docs' hand-over). */
+export const HANDOVER_MANAGER = "handover-to-hpa";
 
 /** `permanent`: the server refused the request itself (retrying the same objects cannot help). */
 export class ClusterError extends Error {
@@ -56,6 +66,35 @@ function describe(err: unknown): string {
 }
 
 const isNotFound = (err: unknown) => err instanceof ApiException && err.code === 404;
+export const isForbidden = (err: unknown) =>
+  (err instanceof ApiException && err.code === 403) ||
+  (err instanceof ClusterError && / 403: /.test(err.message));
+
+/** `call`, or a rejection once `ms` have passed. */
+export async function withTimeout<T>(what: string, call: Promise<T>, ms = CALL_TIMEOUT_MS): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () => reject(new ClusterError(`${what}: no answer from the API server in ${ms / 1000}s`)),
+      ms,
+    );
+  });
+  try {
+    return await Promise.race([call, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** True when `manager`'s Apply entry of a live object owns `spec.replicas`. */
+export function appliesReplicas(live: Obj | undefined, manager: string): boolean {
+  const entries = ((live?.metadata as Obj | undefined)?.managedFields ?? []) as Obj[];
+  return entries.some((e) => {
+    if (e.manager !== manager || e.operation !== "Apply") return false;
+    const spec = ((e.fieldsV1 as Obj | undefined)?.["f:spec"] ?? {}) as Obj;
+    return "f:replicas" in spec;
+  });
+}
 
 export const managedSelector = (listenerId: string) =>
   `app.kubernetes.io/managed-by=${MANAGED_BY},${LABEL_LISTENER}=${listenerId}`;
@@ -70,15 +109,19 @@ export class Cluster {
   private async patch(o: K8sObject, dryRun: boolean): Promise<void> {
     try {
       // force: this listener is the one owner of what it generates (a hand edit is taken back).
-      await this.api.patch(
-        o as KubernetesObject,
-        undefined,
-        dryRun ? "All" : undefined,
-        FIELD_MANAGER,
-        true,
-        PatchStrategy.ServerSideApply,
+      await withTimeout(
+        `apply ${o.kind} ${o.metadata.namespace}/${o.metadata.name}`,
+        this.api.patch(
+          o as KubernetesObject,
+          undefined,
+          dryRun ? "All" : undefined,
+          FIELD_MANAGER,
+          true,
+          PatchStrategy.ServerSideApply,
+        ),
       );
     } catch (err) {
+      if (err instanceof ClusterError) throw err;
       throw new ClusterError(
         `${dryRun ? "dry-run of " : ""}${o.kind} ${o.metadata.namespace}/${o.metadata.name}: ${describe(err)}`,
         refused(err),
@@ -92,20 +135,89 @@ export class Cluster {
     for (const o of objects) await this.patch(o, false);
   }
 
+  /**
+   * Before an apply without `spec.replicas` of a Deployment whose replicas this listener applied:
+   * `handover-to-hpa` applies the current count first, so dropping the field does not reset it
+   * to 1 before the HPA acts (server-side apply docs, "Transferring ownership"). A conflict means
+   * the HPA owns it already: nothing to hand over.
+   */
+  async handOverReplicas(o: K8sObject): Promise<void> {
+    const { namespace = "", name } = o.metadata;
+    const live = await this.read(o.apiVersion, o.kind, namespace, name);
+    if (!appliesReplicas(live, FIELD_MANAGER)) return;
+    const replicas = (live?.spec as Obj | undefined)?.replicas;
+    if (typeof replicas !== "number") return;
+    const keep = {
+      apiVersion: o.apiVersion,
+      kind: o.kind,
+      metadata: { name, namespace },
+      spec: { replicas },
+    };
+    try {
+      await withTimeout(
+        `hand over replicas of ${o.kind} ${namespace}/${name}`,
+        this.api.patch(
+          keep as KubernetesObject,
+          undefined,
+          undefined,
+          HANDOVER_MANAGER,
+          false,
+          PatchStrategy.ServerSideApply,
+        ),
+      );
+    } catch (err) {
+      if (err instanceof ApiException && err.code === 409) return;
+      throw new ClusterError(
+        `hand over replicas of ${o.kind} ${namespace}/${name}: ${describe(err)}`,
+        refused(err),
+      );
+    }
+  }
+
+  /** Merge-patches one object (a PVC's storage request); a refusal is permanent. */
+  async mergePatch(
+    apiVersion: string,
+    kind: string,
+    namespace: string,
+    name: string,
+    patch: Obj,
+  ): Promise<void> {
+    const body = { apiVersion, kind, metadata: { name, namespace }, ...patch };
+    try {
+      await withTimeout(
+        `patch ${kind} ${namespace}/${name}`,
+        this.api.patch(
+          body as KubernetesObject,
+          undefined,
+          undefined,
+          FIELD_MANAGER,
+          undefined,
+          PatchStrategy.MergePatch,
+        ),
+      );
+    } catch (err) {
+      if (err instanceof ClusterError) throw err;
+      throw new ClusterError(`patch ${kind} ${namespace}/${name}: ${describe(err)}`, refused(err));
+    }
+  }
+
   /** Everything this listener labelled in `namespace`, of every managed kind the server serves. */
   async listManaged(namespace: string, listenerId: string): Promise<K8sObject[]> {
     const out: K8sObject[] = [];
     for (const k of MANAGED_KINDS) {
       try {
-        const page = await this.api.list(
-          k.apiVersion,
-          k.kind,
-          namespace,
-          undefined,
-          undefined,
-          undefined,
-          undefined,
-          managedSelector(listenerId),
+        const page = await withTimeout(
+          `list ${k.kind} in ${namespace}`,
+          this.api.list(
+            k.apiVersion,
+            k.kind,
+            namespace,
+            undefined,
+            undefined,
+            undefined,
+            undefined,
+            managedSelector(listenerId),
+          ),
         );
         for (const item of page.items)
           out.push({ ...(item as unknown as K8sObject), apiVersion: k.apiVersion, kind: k.kind });
@@ -117,7 +229,8 @@ export class Cluster {
             /Unrecognized API version and kind|does not have a resource/.test(err.message))
         )
           continue;
-        throw new ClusterError(`list ${k.kind} in ${namespace}: ${describe(err)}`);
+        if (err instanceof ClusterError) throw err;
+        throw new ClusterError(`list ${k.kind} in ${namespace}: ${describe(err)}`, refused(err));
       }
     }
     return out;
@@ -125,8 +238,12 @@ export class Cluster {
 
   async delete(o: K8sObject): Promise<void> {
     try {
-      await this.api.delete(o as KubernetesObject, undefined, undefined, undefined, undefined, "Background");
+      await withTimeout(
+        `delete ${o.kind} ${o.metadata.namespace}/${o.metadata.name}`,
+        this.api.delete(o as KubernetesObject, undefined, undefined, undefined, undefined, "Background"),
+      );
     } catch (err) {
+      if (err instanceof ClusterError) throw err;
       if (!isNotFound(err))
         throw new ClusterError(
           `delete ${o.kind} ${o.metadata.namespace}/${o.metadata.name}: ${describe(err)}`,
@@ -137,27 +254,26 @@ export class Cluster {
   /** One object, or undefined when it does not exist. */
   async read(apiVersion: string, kind: string, namespace: string, name: string): Promise<Obj | undefined> {
     try {
-      return (await this.api.read({ apiVersion, kind, metadata: { name, namespace } })) as unknown as Obj;
+      return (await withTimeout(
+        `read ${kind} ${namespace}/${name}`,
+        this.api.read({ apiVersion, kind, metadata: { name, namespace } }),
+      )) as unknown as Obj;
     } catch (err) {
       if (isNotFound(err)) return undefined;
+      if (err instanceof ClusterError) throw err;
       throw new ClusterError(`read ${kind} ${namespace}/${name}: ${describe(err)}`);
     }
   }
 
   async pods(namespace: string, labelSelector: string): Promise<Obj[]> {
     try {
-      const page = await this.api.list(
-        "v1",
-        "Pod",
-        namespace,
-        undefined,
-        undefined,
-        undefined,
-        undefined,
-        labelSelector,
+      const page = await withTimeout(
+        `list pods in ${namespace}`,
+        this.api.list("v1", "Pod", namespace, undefined, undefined, undefined, undefined, labelSelector),
       );
       return page.items as unknown as Obj[];
     } catch (err) {
+      if (err instanceof ClusterError) throw err;
       throw new ClusterError(`list pods in ${namespace}: ${describe(err)}`);
     }
   }

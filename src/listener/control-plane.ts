@@ -24,12 +24,19 @@ export class ControlPlane {
     return `${this.o.url.replace(/\/$/, "")}/v2/listeners/${encodeURIComponent(this.o.listenerId)}/${path}`;
   }
 
-  private async request(path: string, init: RequestInit, signal?: AbortSignal): Promise<Response> {
+  /** `timeoutMs`: no call waits longer (a long poll: its wait and a margin). */
+  private async request(
+    path: string,
+    init: RequestInit,
+    signal?: AbortSignal,
+    timeoutMs = 30_000,
+  ): Promise<Response> {
     let res: Response;
+    const timeout = AbortSignal.timeout(timeoutMs);
     try {
       res = await fetch(this.endpoint(path), {
         ...init,
-        signal,
+        signal: signal ? AbortSignal.any([signal, timeout]) : timeout,
         headers: { ...(init.headers ?? {}), authorization: `Bearer ${this.o.apiKey}` },
       });
     } catch (err) {
@@ -50,7 +57,12 @@ export class ControlPlane {
 
   /** Long poll: answers at once when the version is past `after`, else when it changes or `wait` ends. */
   async desired(after: number, waitSeconds: number, signal?: AbortSignal): Promise<DesiredState> {
-    const res = await this.request(`desired?after=${after}&wait=${waitSeconds}`, { method: "GET" }, signal);
+    const res = await this.request(
+      `desired?after=${after}&wait=${waitSeconds}`,
+      { method: "GET" },
+      signal,
+      (waitSeconds + 30) * 1000,
+    );
     const body = (await res.json()) as Partial<DesiredState>;
     if (typeof body.version !== "number" || !Array.isArray(body.deployments)) {
       throw new ControlPlaneError("desired state answer is not {version, deployments}");

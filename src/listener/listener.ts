@@ -1,4 +1,4 @@
-import { randomBytes } from "node:crypto";
+import type { Server } from "node:http";
 import { KubeConfig } from "@kubernetes/client-node";
 import {
   type DesiredDeployment,
@@ -6,11 +6,15 @@ import {
   hostOf,
   type RevisionReport,
 } from "../protocol/listener.ts";
-import { Cluster, ClusterError } from "./cluster.ts";
+import { Applier, objectKey } from "./applier.ts";
+import { CALL_TIMEOUT_MS, Cluster, ClusterError } from "./cluster.ts";
 import { ControlPlane, type ControlPlaneOptions } from "./control-plane.ts";
-import { LABEL_INSTANCE, LABEL_REVISION } from "./manifests/common.ts";
-import { manifestsFor, names, type Passwords, partsOf } from "./manifests/index.ts";
+import { startHealthServer } from "./health.ts";
+import { LABEL_COMPONENT, LABEL_INSTANCE, LABEL_REVISION } from "./manifests/common.ts";
+import { manifestsFor, names, partsOf } from "./manifests/index.ts";
 import type { K8sObject, ManifestOptions } from "./manifests/types.ts";
+import { PasswordKeeper } from "./passwords.ts";
+import { prune } from "./prune.ts";
 import { revisionState } from "./rollout.ts";
 
 export interface ListenerOptions {
@@ -18,8 +22,10 @@ export interface ListenerOptions {
   /** Path of a kubeconfig; without it, in-cluster config or KUBECONFIG / ~/.kube/config. */
   kubeconfig?: string;
   manifests: Omit<ManifestOptions, "listenerId">;
-  /** Host `<name>.<domain>` for deployments the control plane gives no host. */
+  /** Host `<name>.<domain>` for every deployment, instead of the control plane's apps domain. */
   domain?: string;
+  /** Port of the liveness (/healthz) and readiness (/readyz) answers; none: no health server. */
+  healthPort?: number;
   /** Namespaces to prune in even when no desired deployment names them. */
   namespaces: string[];
   waitSeconds: number;
@@ -28,7 +34,6 @@ export interface ListenerOptions {
   log: (line: string) => void;
 }
 
-const objectKey = (o: K8sObject) => `${o.apiVersion}/${o.kind}/${o.metadata.namespace}/${o.metadata.name}`;
 const sleep = (ms: number, signal: AbortSignal) =>
   new Promise<void>((resolve) => {
     const done = () => {
@@ -43,6 +48,11 @@ const sleep = (ms: number, signal: AbortSignal) =>
 export class Listener {
   private readonly cp: ControlPlane;
   private readonly cluster: Cluster;
+  private readonly applier: Applier;
+  /** When the loop last went round (the liveness answer reads it). */
+  private lastLoop = Date.now();
+  /** Namespaces the last prune could not look at, with why. */
+  private pruneFailures: { namespace: string; reason: string }[] = [];
   private readonly abort = new AbortController();
   private version = 0;
   private desired: DesiredDeployment[] = [];
@@ -51,12 +61,14 @@ export class Listener {
   private readonly reported = new Map<string, string>();
   private readonly failedApply = new Map<string, string>();
   private readonly watches = new Map<string, AbortController>();
-  private readonly passwords = new Map<string, string>();
+  private readonly watchDelay = new Map<string, number>();
+  private readonly passwords: PasswordKeeper;
   private lastContact = 0;
   private reconcileNeeded = false;
   private evaluating: Promise<void> | undefined;
   private evaluateAgain = false;
   private timers: NodeJS.Timeout[] = [];
+  private health: Server | undefined;
 
   constructor(private readonly o: ListenerOptions) {
     this.cp = new ControlPlane(o.controlPlane);
@@ -64,11 +76,28 @@ export class Listener {
     if (o.kubeconfig) kc.loadFromFile(o.kubeconfig);
     else kc.loadFromDefault();
     this.cluster = new Cluster(kc);
+    this.applier = new Applier(this.cluster);
+    this.passwords = new PasswordKeeper(this.cluster);
     this.namespaces = new Set(o.namespaces);
   }
 
   /** Runs until stop(): the long-poll loop, with resync and heartbeat timers beside it. */
   async run(): Promise<void> {
+    if (this.o.healthPort !== undefined) {
+      // Live while the loop goes round (a poll lasts the wait, a cluster call at most its timeout).
+      const stuckAfter = this.o.waitSeconds * 1000 + 4 * CALL_TIMEOUT_MS + 30_000;
+      const contactWithin = Math.max(3 * this.o.heartbeatMs, this.o.waitSeconds * 1000 + 30_000);
+      this.health = await startHealthServer(this.o.healthPort, {
+        live: () => Date.now() - this.lastLoop < stuckAfter,
+        ready: () => {
+          const since = Date.now() - this.lastContact;
+          if (since > contactWithin) return { ok: false, detail: "no answer from the control plane" };
+          const failed = this.pruneFailures.map((f) => `${f.namespace}: ${f.reason}`);
+          return { ok: true, detail: failed.length ? `ready; not pruned: ${failed.join("; ")}` : "ready" };
+        },
+      });
+      this.o.log(`listener: health on :${this.o.healthPort} (/healthz, /readyz)`);
+    }
     this.timers.push(setInterval(() => this.resync(), this.o.resyncMs));
     this.timers.push(setInterval(() => this.heartbeat(), Math.max(1000, Math.floor(this.o.heartbeatMs / 3))));
     let first = true;
@@ -81,6 +110,7 @@ export class Listener {
           this.abort.signal,
         );
         this.lastContact = Date.now();
+        this.lastLoop = Date.now();
         backoff = 1000;
         if (first || state.version !== this.version || this.reconcileNeeded) await this.reconcile(state);
         first = false;
@@ -91,6 +121,7 @@ export class Listener {
         }
       } catch (err) {
         if (this.abort.signal.aborted) break;
+        this.lastLoop = Date.now();
         this.o.log(
           `listener: ${err instanceof Error ? err.message : String(err)}; retrying in ${backoff / 1000}s`,
         );
@@ -102,6 +133,7 @@ export class Listener {
 
   stop(): void {
     this.abort.abort();
+    this.health?.close();
     for (const t of this.timers) clearInterval(t);
     for (const w of this.watches.values()) w.abort();
     this.watches.clear();
@@ -112,16 +144,16 @@ export class Listener {
     for (const ns of state.namespaces) this.namespaces.add(ns);
     const domain = this.o.domain;
     const deployments = state.deployments.map((d) =>
-      d.host || !domain ? d : { ...d, host: hostOf({ appsDomain: domain }, d.name) },
+      domain ? { ...d, host: hostOf({ appsDomain: domain }, d.name) } : d,
     );
-    const keep = new Set<string>();
+    const keep = new Map<string, K8sObject>();
     const options: ManifestOptions = { ...this.o.manifests, listenerId: this.o.controlPlane.listenerId };
     for (const d of deployments) {
       this.namespaces.add(d.namespace);
       try {
-        const objects = manifestsFor(d, options, await this.passwordsFor(d));
-        for (const o of objects) keep.add(objectKey(o));
-        await this.cluster.apply(objects);
+        const objects = manifestsFor(d, options, await this.passwords.for(d));
+        for (const o of objects) keep.set(objectKey(o), o);
+        await this.applier.apply(objects);
         this.failedApply.delete(d.revision_id);
         if (!this.reported.has(d.revision_id))
           await this.send([{ revision_id: d.revision_id, state: "applied" }]);
@@ -139,42 +171,13 @@ export class Listener {
     }
     this.version = state.version;
     this.desired = deployments;
-    for (const ns of this.namespaces) {
-      for (const o of await this.cluster.listManaged(ns, options.listenerId)) {
-        if (keep.has(objectKey(o))) continue;
-        this.o.log(`listener: pruning ${o.kind} ${ns}/${o.metadata.name}`);
-        await this.cluster.delete(o);
-      }
-      this.ensureWatch(ns);
-    }
+    const pruned = await prune(this.cluster, this.namespaces, options.listenerId, keep, this.o.log);
+    for (const key of pruned.deleted) this.applier.forget(key);
+    this.pruneFailures = pruned.failed;
+    for (const ns of this.namespaces) this.ensureWatch(ns);
     const live = new Set(deployments.map((d) => d.revision_id));
     for (const id of this.reported.keys()) if (!live.has(id)) this.reported.delete(id);
     await this.evaluate();
-  }
-
-  /** The database and cache passwords: read back from their Secrets, generated the first time. */
-  private async passwordsFor(d: DesiredDeployment): Promise<Passwords> {
-    const parts = partsOf(d);
-    const n = names(d);
-    const out: Passwords = {};
-    for (const [part, name] of [
-      ["database", n.database],
-      ["cache", n.cache],
-    ] as const) {
-      if (!parts[part]) continue;
-      const key = `${d.namespace}/${name}`;
-      let password = this.passwords.get(key);
-      if (!password) {
-        const secret = await this.cluster.read("v1", "Secret", d.namespace, name);
-        const data = (secret?.data ?? {}) as Record<string, string>;
-        password = data.password
-          ? Buffer.from(data.password, "base64").toString("utf8")
-          : randomBytes(24).toString("base64url");
-        this.passwords.set(key, password);
-      }
-      out[part] = password;
-    }
-    return out;
   }
 
   private ensureWatch(namespace: string): void {
@@ -186,12 +189,23 @@ export class Listener {
         this.o.log(
           `listener: watch of ${namespace} ended: ${err instanceof Error ? err.message : String(err)}`,
         );
-      setTimeout(() => this.ensureWatch(namespace), 1000).unref();
+      // Doubling up to a minute: a namespace it may not watch (403) costs little.
+      const delay = Math.min((this.watchDelay.get(namespace) ?? 500) * 2, 60_000);
+      this.watchDelay.set(namespace, delay);
+      setTimeout(() => this.ensureWatch(namespace), delay).unref();
     };
     const placeholder = new AbortController();
     this.watches.set(namespace, placeholder);
     this.cluster
-      .watchDeployments(namespace, this.o.controlPlane.listenerId, () => void this.evaluate(), restart)
+      .watchDeployments(
+        namespace,
+        this.o.controlPlane.listenerId,
+        () => {
+          this.watchDelay.delete(namespace);
+          void this.evaluate();
+        },
+        restart,
+      )
       .then((controller) => {
         if (this.abort.signal.aborted) controller.abort();
         else this.watches.set(namespace, controller);
@@ -241,9 +255,10 @@ export class Listener {
             deployments.push(obj);
           }
         }
+        // The app's own pods only: a database or cache pod never fails an app revision.
         const pods = await this.cluster.pods(
           d.namespace,
-          `${LABEL_INSTANCE}=${n.base},${LABEL_REVISION}=${d.revision_id}`,
+          `${LABEL_INSTANCE}=${n.base},${LABEL_REVISION}=${d.revision_id},${LABEL_COMPONENT} in (api,queue)`,
         );
         report =
           deployments.length === workloads.length

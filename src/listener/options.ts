@@ -9,10 +9,14 @@ export const LISTENER_USAGE = `Usage: slipway listener --url URL --api-key KEY -
   --api-key KEY          a listener key: POST /v1/api-keys {"role":"listener"} (env SLIPWAY_API_KEY)
   --listener-id ID       the listener's id (env SLIPWAY_LISTENER_ID)
   --kubeconfig PATH      cluster access (env KUBECONFIG; in a pod, its service account)
-  --domain D             host <name>.<D> for deployments given none
+  --domain D             host <name>.<D> for every deployment (default: the control plane's apps domain)
   --ingress-class C      route with Ingresses of class C (default: Ingresses, the cluster's default class)
   --gateway [NS/]NAME    route with Gateway API HTTPRoutes on this Gateway instead
   --no-routing           create no Ingress or HTTPRoute
+  --ingress-namespace NS the ingress controller's namespace: the only other one whose pods may reach apps
+                         (default ingress-nginx; with --gateway NS/NAME, NS)
+  --pod-security L       baseline (default) or restricted: the Pod Security level app pods pass
+  --health-port P        answer /healthz and /readyz on port P (the pod's probes)
   --namespace NS         a namespace to prune in (repeatable; the listener's own are sent by the control plane)
   --postgres-image IMG   image of databases asked by db_* (default docker.io/library/postgres:16)
   --redis-image IMG      image of caches asked by redis_* (default docker.io/library/redis:7)
@@ -56,6 +60,9 @@ export function parseListenerArgs(argv: string[], env: Env, log: (line: string) 
     "namespace",
     "postgres-image",
     "redis-image",
+    "ingress-namespace",
+    "pod-security",
+    "health-port",
     "wait",
     "resync",
     "heartbeat",
@@ -91,15 +98,29 @@ export function parseListenerArgs(argv: string[], env: Env, log: (line: string) 
       : { kind: "gateway", gatewayName: a ?? "" };
   }
   if (switches.has("--no-routing")) routing = { kind: "none" };
+  const podSecurity = one("pod-security") ?? "baseline";
+  if (podSecurity !== "baseline" && podSecurity !== "restricted")
+    throw new ConfigError(`--pod-security must be baseline or restricted, got "${podSecurity}".`);
+  const ingressNamespace =
+    one("ingress-namespace") ?? (routing.kind === "gateway" ? routing.gatewayNamespace : "ingress-nginx");
+  const healthPort = one("health-port");
+  if (
+    healthPort !== undefined &&
+    (!/^\d+$/.test(healthPort) || Number(healthPort) < 1 || Number(healthPort) > 65535)
+  )
+    throw new ConfigError(`--health-port must be a port number from 1 to 65535, got "${healthPort}".`);
   return {
     controlPlane: { url, apiKey: need("api-key", "SLIPWAY_API_KEY"), listenerId },
     kubeconfig: one("kubeconfig") ?? env.KUBECONFIG,
     manifests: {
       routing,
+      podSecurity,
+      ingressNamespace,
       postgresImage: one("postgres-image") ?? "docker.io/library/postgres:16",
       redisImage: one("redis-image") ?? "docker.io/library/redis:7",
     },
     domain: one("domain"),
+    healthPort: healthPort === undefined ? undefined : Number(healthPort),
     namespaces: flags.get("namespace") ?? [],
     waitSeconds: seconds("--wait", one("wait"), 30, 60),
     resyncMs: seconds("--resync", one("resync"), 10, 3600) * 1000,

@@ -9,6 +9,8 @@ const n = (v: unknown): number => (typeof v === "number" ? v : 0);
 const list = (v: unknown): Obj[] => (Array.isArray(v) ? v.map(obj) : []);
 
 const IMAGE_PULL = new Set(["ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull"]);
+/** Waiting reasons that no retry mends without a change (a missing Secret or key, a bad command). */
+const CONFIG = new Set(["CreateContainerConfigError", "CreateContainerError", "RunContainerError"]);
 
 export interface Judged {
   state: RevisionState;
@@ -25,6 +27,18 @@ export function deploymentState(deployment: Obj): Judged {
   }
   // Read only once the controller has seen this template (as kubectl does): until then the
   // condition may be the previous rollout's.
+  // Pods the ReplicaSet could not create (Pod Security or a ResourceQuota refused them) never come:
+  // waiting out the progress deadline would only hide the reason.
+  const replicaFailure = list(status.conditions).find(
+    (c) => c.type === "ReplicaFailure" && c.status === "True",
+  );
+  if (replicaFailure) {
+    const message = typeof replicaFailure.message === "string" ? `: ${replicaFailure.message}` : "";
+    return {
+      state: "failed",
+      reason: `ReplicaFailure (${String(replicaFailure.reason ?? "FailedCreate")})${message}`,
+    };
+  }
   const progressing = list(status.conditions).find((c) => c.type === "Progressing");
   if (progressing?.status === "False" && progressing.reason === "ProgressDeadlineExceeded") {
     const message = typeof progressing.message === "string" ? `: ${progressing.message}` : "";
@@ -40,6 +54,13 @@ export function deploymentState(deployment: Obj): Judged {
 export function podFailure(pods: Obj[]): string | undefined {
   for (const pod of pods) {
     const status = obj(pod.status);
+    const unschedulable = list(status.conditions).find(
+      (c) => c.type === "PodScheduled" && c.status === "False" && c.reason === "Unschedulable",
+    );
+    if (unschedulable) {
+      const message = typeof unschedulable.message === "string" ? `: ${unschedulable.message}` : "";
+      return `unschedulable pod ${String(obj(pod.metadata).name)}${message}`;
+    }
     const containers = [...list(status.initContainerStatuses), ...list(status.containerStatuses)];
     for (const c of containers) {
       const waiting = obj(obj(c.state).waiting);
@@ -47,6 +68,7 @@ export function podFailure(pods: Obj[]): string | undefined {
       const message = typeof waiting.message === "string" && waiting.message ? `: ${waiting.message}` : "";
       if (IMAGE_PULL.has(reason))
         return `image pull failure (${reason}) for container ${String(c.name)}${message}`;
+      if (CONFIG.has(reason)) return `${reason} in container ${String(c.name)}${message}`;
       if (reason === "CrashLoopBackOff") {
         return `crash loop (CrashLoopBackOff) in container ${String(c.name)} after ${n(c.restartCount)} restarts${message}`;
       }

@@ -2,13 +2,14 @@
 // Kubernetes API, for the end-to-end suites that play the deployment controller and the kubelet by
 // writing Deployment and Pod status.
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { loadAllYaml } from "@kubernetes/client-node";
 import { createTestDatabase, type DbKind } from "./databases.ts";
 import { findResource, type ResourceType } from "./k8s-standin/resources.ts";
-import { type StandIn, startK8sStandIn } from "./k8s-standin/server.ts";
-import { runSlipway, type SlipwayProcess } from "./process.ts";
+import { type StandIn, type StandInOptions, startK8sStandIn } from "./k8s-standin/server.ts";
+import { REPO_ROOT, runSlipway, type SlipwayProcess } from "./process.ts";
 
 const KEY = "e2e-bootstrap-key-0123456789";
 export const NS = "apps";
@@ -42,11 +43,49 @@ export interface K8sStackOptions {
   env?: Record<string, string>;
   /** The control plane's port, when something must know it before it starts; default any. */
   port?: number;
+  /** More of the stand-in: its pod controller, namespaces and their labels (NS always exists). */
+  standIn?: StandInOptions;
+  /** More arguments of `slipway listener`. */
+  listenerArgs?: string[];
+  /**
+   * The listener acts as its service account, authorized by deploy/kubernetes/listener-rbac.yaml
+   * applied in each of these namespaces (default: as a cluster admin).
+   */
+  rbacNamespaces?: string[];
+  /** The listener's compute_config.k8s_namespaces (default [NS]). */
+  listenerNamespaces?: string[];
+}
+
+export const LISTENER_USER = "system:serviceaccount:slipway-system:slipway-listener";
+const LISTENER_TOKEN = "listener-sa-token";
+
+/** deploy/kubernetes/listener-rbac.yaml's Role and RoleBinding, in `namespace`, into the stand-in. */
+export function grantListener(k8s: StandIn, namespace: string): void {
+  const text = readFileSync(join(REPO_ROOT, "deploy", "kubernetes", "listener-rbac.yaml"), "utf8");
+  for (const doc of loadAllYaml(text) as Obj[]) {
+    const meta = { ...(doc.metadata as Obj), namespace };
+    const plural = doc.kind === "Role" ? "roles" : "rolebindings";
+    k8s.store.create(
+      resource("rbac.authorization.k8s.io", "v1", plural),
+      namespace,
+      { ...doc, metadata: meta },
+      "test",
+      false,
+    );
+  }
 }
 
 /** The stand-in cluster, the control plane on a `kind` database, a k8s listener for NS, started. */
 export async function startK8sStack(kind: DbKind, opts: K8sStackOptions = {}): Promise<K8sStack> {
-  const k8s = await startK8sStandIn();
+  const k8s = await startK8sStandIn({
+    ...opts.standIn,
+    namespaces: [
+      ...(opts.standIn?.namespaces?.some((n) => (typeof n === "string" ? n : n.name) === NS) ? [] : [NS]),
+      ...(opts.standIn?.namespaces ?? []),
+    ],
+    users: { [LISTENER_TOKEN]: LISTENER_USER, ...opts.standIn?.users },
+  });
+  for (const ns of opts.rbacNamespaces ?? []) grantListener(k8s, ns);
   const dir = mkdtempSync(join(tmpdir(), "slipway-e2e-k8s-"));
   let drop: () => Promise<void> = async () => {};
   let server: SlipwayProcess | undefined;
@@ -91,7 +130,7 @@ export async function startK8sStack(kind: DbKind, opts: K8sStackOptions = {}): P
     const created = await api<{ id: string }>("POST", "/v2/listeners", {
       compute_type: "k8s",
       compute_id: `e2e-${kind}`,
-      compute_config: { k8s_namespaces: [NS] },
+      compute_config: { k8s_namespaces: opts.listenerNamespaces ?? [NS] },
     });
     assert.equal(created.status, 201, JSON.stringify(created.body));
     const key = await api<{ key: string }>("POST", "/v1/api-keys", {
@@ -103,8 +142,9 @@ export async function startK8sStack(kind: DbKind, opts: K8sStackOptions = {}): P
     // Short waits, resyncs and heartbeats keep the suites quick.
     const args = [
       ...["--url", url, "--api-key", key.body.key, "--listener-id", created.body.id],
-      ...["--kubeconfig", k8s.kubeconfig(dir, NS), "--ingress-class", "nginx"],
-      ...["--wait", "5", "--resync", "1", "--heartbeat", "1"],
+      ...["--kubeconfig", k8s.kubeconfig(dir, NS, opts.rbacNamespaces ? LISTENER_TOKEN : undefined)],
+      ...["--ingress-class", "nginx", "--wait", "5", "--resync", "1", "--heartbeat", "1"],
+      ...(opts.listenerArgs ?? []),
     ];
     const startListener = async () => {
       listener = runSlipway(["listener", ...args], {});

@@ -34,7 +34,7 @@ describe("stand-in Kubernetes API server, driven by kubectl", () => {
   let dir: string;
   let kc: string;
   before(async () => {
-    k8s = await startK8sStandIn();
+    k8s = await startK8sStandIn({ namespaces: ["team-a"] });
     dir = mkdtempSync(join(tmpdir(), "slipway-kubectl-"));
     kc = k8s.kubeconfig(dir, "team-a");
   });

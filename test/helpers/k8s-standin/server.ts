@@ -1,3 +1,5 @@
+// Why over 300 lines: the one request router of the stand-in (paths, verbs, subresources, RBAC and
+// namespace checks); split further it would scatter one switch over files.
 // A stand-in Kubernetes API server (no cluster can run on these machines): the REST paths,
 // discovery, Status errors and chunked watch stream of the real one, over an ObjectStore. Driven
 // by the real kubectl in test/listener/k8s-standin.test.ts.
@@ -6,6 +8,8 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { loadYaml } from "@kubernetes/client-node";
+import { authorize } from "./authz.ts";
+import { type ControllerOptions, PodController } from "./controller.ts";
 import type { Obj } from "./fields.ts";
 import {
   findResource,
@@ -18,11 +22,24 @@ import {
 import { SelectorError } from "./selectors.ts";
 import { ApiError, ObjectStore } from "./store.ts";
 
+export interface StandInOptions {
+  /** Namespaces that exist from the start besides default, kube-system and kube-public (labels: Pod Security). */
+  namespaces?: (string | { name: string; labels?: Record<string, string> })[];
+  /**
+   * Bearer tokens of users whose requests RBAC authorizes from the stored Roles and RoleBindings
+   * (`system:serviceaccount:<ns>:<name>` for a service account); any other token is a cluster admin.
+   */
+  users?: Record<string, string>;
+  /** Run the pod controller (pods, PVCs and workload status); default off: tests write status themselves. */
+  controller?: ControllerOptions | true;
+}
+
 export interface StandIn {
   url: string;
   store: ObjectStore;
-  /** Writes a kubeconfig for this server (namespace `default`) into `dir`, returns its path. */
-  kubeconfig(dir: string, namespace?: string): string;
+  controller?: PodController;
+  /** Writes a kubeconfig for this server (namespace `default`, an admin token) into `dir`, returns its path. */
+  kubeconfig(dir: string, namespace?: string, token?: string): string;
   /** Every request line seen ("PATCH /apis/apps/v1/... dryRun=All"), for tests that check how a client talks. */
   requests: string[];
   close(): Promise<void>;
@@ -88,9 +105,31 @@ function parseBody(text: string, contentType: string): Obj {
   }
 }
 
-export async function startK8sStandIn(): Promise<StandIn> {
+/** The RBAC verb of a request. */
+function verbOf(method: string, t: Target, watching: boolean): string {
+  if (method === "GET") return t.name ? "get" : watching ? "watch" : "list";
+  return { POST: "create", PUT: "update", PATCH: "patch", DELETE: "delete" }[method] ?? method.toLowerCase();
+}
+
+export async function startK8sStandIn(opts: StandInOptions = {}): Promise<StandIn> {
   const store = new ObjectStore();
   const requests: string[] = [];
+  const nsType = findResource("", "v1", "namespaces");
+  for (const n of ["default", "kube-system", "kube-public", ...(opts.namespaces ?? [])]) {
+    const { name, labels } = typeof n === "string" ? { name: n, labels: undefined } : n;
+    if (nsType)
+      store.create(
+        nsType,
+        undefined,
+        { apiVersion: "v1", kind: "Namespace", metadata: { name, ...(labels ? { labels } : {}) } },
+        "standin",
+        false,
+      );
+  }
+  const controller = opts.controller
+    ? new PodController(store, opts.controller === true ? {} : opts.controller)
+    : undefined;
+  controller?.start();
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
     const url = new URL(req.url ?? "/", "http://standin");
     const q = url.searchParams;
@@ -121,14 +160,47 @@ export async function startK8sStandIn(): Promise<StandIn> {
     const query = { labelSelector: q.get("labelSelector"), fieldSelector: q.get("fieldSelector") };
     const contentType = String(req.headers["content-type"] ?? "");
     const statusWrite = t.subresource === "status";
+    const watching = q.get("watch") === "true" || q.get("watch") === "1";
+    const token = /^Bearer (.+)$/.exec(String(req.headers.authorization ?? ""))?.[1];
+    const user = token ? opts.users?.[token] : undefined;
+    if (user) {
+      const resource = t.subresource ? `${t.type.plural}/${t.subresource}` : t.type.plural;
+      const r = {
+        user,
+        verb: verbOf(req.method ?? "GET", t, watching),
+        group: t.type.group,
+        resource,
+        namespace: t.namespace,
+        name: t.name,
+      };
+      authorize(store, r);
+      // A server-side apply that creates the object needs create too.
+      if (req.method === "PATCH" && t.name && !t.subresource && !exists(store, t))
+        authorize(store, { ...r, verb: "create" });
+    }
+    if (
+      t.namespace &&
+      req.method !== "GET" &&
+      req.method !== "DELETE" &&
+      !exists(store, { type: nsType as ResourceType, name: t.namespace })
+    )
+      throw new ApiError(404, "NotFound", `namespaces "${t.namespace}" not found`, {
+        name: t.namespace,
+        kind: "namespaces",
+      });
+    if (
+      t.subresource === "scale" &&
+      (t.type.kind === "Deployment" || t.type.kind === "StatefulSet") &&
+      t.name
+    )
+      return scale(req, res, store, t, manager);
     if (t.subresource && !statusWrite) throw new ApiError(404, "NotFound", `no subresource ${t.subresource}`);
     if (statusWrite && !t.type.statusSubresource)
       throw new ApiError(404, "NotFound", `${t.type.plural} have no status subresource`);
     switch (req.method) {
       case "GET": {
         if (t.name) return send(res, 200, store.get(t.type, t.namespace, t.name));
-        if (q.get("watch") === "true" || q.get("watch") === "1")
-          return watch(req, res, store, t, query, q.get("resourceVersion"));
+        if (watching) return watch(req, res, store, t, query, q.get("resourceVersion"));
         const items = store.list(t.type, t.namespace, query);
         const apiVersion = t.type.group ? `${t.type.group}/${t.type.version}` : t.type.version;
         return send(res, 200, {
@@ -219,7 +291,7 @@ export async function startK8sStandIn(): Promise<StandIn> {
     url,
     store,
     requests,
-    kubeconfig(dir, namespace = "default") {
+    kubeconfig(dir, namespace = "default", token = "standin-token") {
       const path = join(dir, "kubeconfig");
       writeFileSync(
         path,
@@ -228,15 +300,17 @@ export async function startK8sStandIn(): Promise<StandIn> {
           kind: "Config",
           // Plain HTTP on loopback: client-node refuses http:// unless TLS checks are declared off.
           clusters: [{ name: "standin", cluster: { server: url, "insecure-skip-tls-verify": true } }],
-          users: [{ name: "standin", user: { token: "standin-token" } }],
+          users: [{ name: "standin", user: { token } }],
           contexts: [{ name: "standin", context: { cluster: "standin", user: "standin", namespace } }],
           "current-context": "standin",
         }),
       );
       return path;
     },
+    controller,
     close: () =>
       new Promise((resolve) => {
+        controller?.stop();
         server.closeAllConnections();
         server.close(() => resolve());
       }),
@@ -266,4 +340,50 @@ function watch(
   });
   req.on("close", stop);
   res.on("close", stop);
+}
+
+function exists(store: ObjectStore, t: Pick<Target, "type" | "namespace" | "name">): boolean {
+  try {
+    store.get(t.type, t.namespace, t.name ?? "");
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The `/scale` subresource (autoscaling/v1 Scale): what the HPA controller and `kubectl scale` write. */
+async function scale(
+  req: IncomingMessage,
+  res: ServerResponse,
+  store: ObjectStore,
+  t: Target,
+  manager: string,
+): Promise<void> {
+  const ns = t.namespace;
+  const name = t.name ?? "";
+  const asScale = (o: Obj): Obj => {
+    const m = (o.metadata ?? {}) as Obj;
+    const spec = (o.spec ?? {}) as Obj;
+    const status = (o.status ?? {}) as Obj;
+    return {
+      apiVersion: "autoscaling/v1",
+      kind: "Scale",
+      metadata: { name, namespace: ns, uid: m.uid, resourceVersion: m.resourceVersion },
+      spec: { replicas: spec.replicas },
+      status: { replicas: status.replicas ?? 0 },
+    };
+  };
+  if (req.method === "GET") return send(res, 200, asScale(store.get(t.type, ns, name)));
+  if (req.method !== "PUT" && req.method !== "PATCH")
+    throw new ApiError(405, "MethodNotAllowed", `${req.method} is not allowed on scale`);
+  const sent = parseBody(await body(req), "json");
+  const replicas = ((sent.spec ?? {}) as Obj).replicas;
+  if (typeof replicas !== "number" || replicas < 0)
+    throw new ApiError(
+      422,
+      "Invalid",
+      `Scale.autoscaling "${name}" is invalid: spec.replicas: Invalid value`,
+    );
+  const updated = store.update(t.type, ns, name, { merge: { spec: { replicas } } }, manager, false, false);
+  send(res, 200, asScale(updated));
 }

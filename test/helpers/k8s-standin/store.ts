@@ -1,8 +1,10 @@
+// Why over 300 lines: server-side apply, update ownership and commit share the managers' bookkeeping.
 // Objects in memory with the API server's rules for writes: server-side apply with field managers
 // and conflicts, create/update/patch, the status subresource, generation and resourceVersion,
 // schema validation (the official schemas, as the real server validates), and watch events.
 import { randomUUID } from "node:crypto";
 import { KNOWN_KINDS, validateManifest } from "../k8s-models.ts";
+import { applyDefaults, checkRules, InvalidObject, immutableChange } from "./defaults.ts";
 import {
   deleteAt,
   fieldsV1,
@@ -327,16 +329,18 @@ export class ObjectStore {
         );
       }
     }
-    if (
-      existing &&
-      (t.kind === "Deployment" || t.kind === "StatefulSet") &&
-      !same(getAt(obj, ["spec", "selector"]), getAt(existing.obj, ["spec", "selector"]))
-    ) {
-      throw new ApiError(
-        422,
-        "Invalid",
-        `${t.kind}.apps "${name}" is invalid: spec.selector: Invalid value: field is immutable`,
-      );
+    if (!statusWrite) applyDefaults(obj);
+    try {
+      checkRules(t.kind, name, obj);
+    } catch (err) {
+      if (err instanceof InvalidObject) throw new ApiError(422, "Invalid", err.message);
+      throw err;
+    }
+    const immutable = existing && !statusWrite ? immutableChange(t.kind, name, obj, existing.obj) : undefined;
+    if (immutable) {
+      // A refused PVC resize comes from an admission plugin: 403, as on a real server.
+      const pvc = t.kind === "PersistentVolumeClaim";
+      throw new ApiError(pvc ? 403 : 422, pvc ? "Forbidden" : "Invalid", immutable);
     }
     for (const [id, mm] of managers) if (mm.paths.length === 0) managers.delete(id);
     m.name = name;
