@@ -6586,6 +6586,1156 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v2/auth/proxy/{provider_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Call a provider's API with a user's stored token
+         * @description Sends the call to the provider's API base URL (its `api_base_url`, else its template's) with the stored token the caller's tenant holds (narrowed by `user_id`; an agent's connection with `agent_id`), renewed first when it expires within 60 s and once after a 401. The provider's status, headers and body come back as they are, streamed (its 429 and Retry-After too); the token never does. Redirects to another host are refused (502). Calls count against the key's rate limit.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    provider_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description Letters, digits and . _ : @ -, starting with a letter or digit; 1 to 100 characters. */
+                        agent_id?: string;
+                        /** @description A string is sent as it is; any other JSON value is sent as JSON. */
+                        body?: unknown;
+                        /** @description Headers of the call; X-Api-Key, Authorization, X-Tenant-Id, Cookie and hop-by-hop headers are dropped. */
+                        headers?: {
+                            [key: string]: string;
+                        };
+                        /** @description The HTTP method of the call. */
+                        method: "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
+                        /** @description The path under the provider's API base URL; no `..` segments, not an absolute URL. */
+                        path: string;
+                        /** @description Query parameters of the call. */
+                        query?: {
+                            [key: string]: string | string[];
+                        };
+                        /** @description The end user, as the application names them: a label of the tenant's tokens. Given, it narrows to that user's tokens. Tokens obtained without one are the tenant's own, labelled `organization:<id>` or `workspace:<id>`. */
+                        user_id?: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description The provider's answer, whatever its status. */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "*/*": unknown;
+                    };
+                };
+                /** @description Missing, unknown or revoked API key. */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description The key's role, workspace binding or X-Tenant-Id does not allow this. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description Not found (also for another tenant's resources). */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description The headers or the body did not arrive in time (SLIPWAY_HEADERS_TIMEOUT_MS, SLIPWAY_REQUEST_TIMEOUT_MS); the connection is closed. */
+                408: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description No usable token for the provider and user (authenticate first), or no api_base_url. */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description The request body is over the proxy's limit. */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description Content-Type is not application/json. */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description The request does not satisfy the schema or a field rule; `detail` lists each field. Also: a NUL byte or invalid Unicode in any string, JSON nested over 32 levels, numbers beyond ±2^53, numeric query parameters not in plain decimal digits or beyond their range, array-form parameters (`limit[]`). */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description Too many requests for this API key, or too many failed authentications (401) from this client address; retry after Retry-After seconds. */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description A fault on the server; the body never carries internals. */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description The provider could not be reached, or redirected to another host. */
+                502: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/auth/proxy/{provider_id}/{*}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Pass a request through to a provider's API with a user's stored token
+         * @description Sends the call to the provider's API base URL (its `api_base_url`, else its template's) with the stored token the caller's tenant holds (narrowed by `user_id`; an agent's connection with `agent_id`), renewed first when it expires within 60 s and once after a 401. The provider's status, headers and body come back as they are, streamed (its 429 and Retry-After too); the token never does. Redirects to another host are refused (502). Calls count against the key's rate limit. `user_id` and `agent_id` are the proxy's query parameters and are not forwarded.
+         */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description Letters, digits and . _ : @ -, starting with a letter or digit; 1 to 100 characters. */
+                    agent_id?: string;
+                    /** @description The end user, as the application names them: a label of the tenant's tokens. Given, it narrows to that user's tokens. Tokens obtained without one are the tenant's own, labelled `organization:<id>` or `workspace:<id>`. */
+                    user_id?: string;
+                };
+                header?: never;
+                path: {
+                    "*": string;
+                    provider_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The provider's answer, whatever its status. */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "*/*": unknown;
+                    };
+                };
+                /** @description Missing, unknown or revoked API key. */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description The key's role, workspace binding or X-Tenant-Id does not allow this. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description Not found (also for another tenant's resources). */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description The headers or the body did not arrive in time (SLIPWAY_HEADERS_TIMEOUT_MS, SLIPWAY_REQUEST_TIMEOUT_MS); the connection is closed. */
+                408: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description No usable token for the provider and user (authenticate first), or no api_base_url. */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description The request body is over the proxy's limit. */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description The request does not satisfy the schema or a field rule; `detail` lists each field. Also: a NUL byte or invalid Unicode in any string, JSON nested over 32 levels, numbers beyond ±2^53, numeric query parameters not in plain decimal digits or beyond their range, array-form parameters (`limit[]`). */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description Too many requests for this API key, or too many failed authentications (401) from this client address; retry after Retry-After seconds. */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description A fault on the server; the body never carries internals. */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description The provider could not be reached, or redirected to another host. */
+                502: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+        };
+        /**
+         * Pass a request through to a provider's API with a user's stored token
+         * @description Sends the call to the provider's API base URL (its `api_base_url`, else its template's) with the stored token the caller's tenant holds (narrowed by `user_id`; an agent's connection with `agent_id`), renewed first when it expires within 60 s and once after a 401. The provider's status, headers and body come back as they are, streamed (its 429 and Retry-After too); the token never does. Redirects to another host are refused (502). Calls count against the key's rate limit. `user_id` and `agent_id` are the proxy's query parameters and are not forwarded.
+         */
+        put: {
+            parameters: {
+                query?: {
+                    /** @description Letters, digits and . _ : @ -, starting with a letter or digit; 1 to 100 characters. */
+                    agent_id?: string;
+                    /** @description The end user, as the application names them: a label of the tenant's tokens. Given, it narrows to that user's tokens. Tokens obtained without one are the tenant's own, labelled `organization:<id>` or `workspace:<id>`. */
+                    user_id?: string;
+                };
+                header?: never;
+                path: {
+                    "*": string;
+                    provider_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The provider's answer, whatever its status. */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "*/*": unknown;
+                    };
+                };
+                /** @description Missing, unknown or revoked API key. */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description The key's role, workspace binding or X-Tenant-Id does not allow this. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description Not found (also for another tenant's resources). */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description The headers or the body did not arrive in time (SLIPWAY_HEADERS_TIMEOUT_MS, SLIPWAY_REQUEST_TIMEOUT_MS); the connection is closed. */
+                408: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description No usable token for the provider and user (authenticate first), or no api_base_url. */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description The request body is over the proxy's limit. */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description The request does not satisfy the schema or a field rule; `detail` lists each field. Also: a NUL byte or invalid Unicode in any string, JSON nested over 32 levels, numbers beyond ±2^53, numeric query parameters not in plain decimal digits or beyond their range, array-form parameters (`limit[]`). */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description Too many requests for this API key, or too many failed authentications (401) from this client address; retry after Retry-After seconds. */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description A fault on the server; the body never carries internals. */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description The provider could not be reached, or redirected to another host. */
+                502: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+        };
+        /**
+         * Pass a request through to a provider's API with a user's stored token
+         * @description Sends the call to the provider's API base URL (its `api_base_url`, else its template's) with the stored token the caller's tenant holds (narrowed by `user_id`; an agent's connection with `agent_id`), renewed first when it expires within 60 s and once after a 401. The provider's status, headers and body come back as they are, streamed (its 429 and Retry-After too); the token never does. Redirects to another host are refused (502). Calls count against the key's rate limit. `user_id` and `agent_id` are the proxy's query parameters and are not forwarded.
+         */
+        post: {
+            parameters: {
+                query?: {
+                    /** @description Letters, digits and . _ : @ -, starting with a letter or digit; 1 to 100 characters. */
+                    agent_id?: string;
+                    /** @description The end user, as the application names them: a label of the tenant's tokens. Given, it narrows to that user's tokens. Tokens obtained without one are the tenant's own, labelled `organization:<id>` or `workspace:<id>`. */
+                    user_id?: string;
+                };
+                header?: never;
+                path: {
+                    "*": string;
+                    provider_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The provider's answer, whatever its status. */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "*/*": unknown;
+                    };
+                };
+                /** @description Missing, unknown or revoked API key. */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description The key's role, workspace binding or X-Tenant-Id does not allow this. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description Not found (also for another tenant's resources). */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description The headers or the body did not arrive in time (SLIPWAY_HEADERS_TIMEOUT_MS, SLIPWAY_REQUEST_TIMEOUT_MS); the connection is closed. */
+                408: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description No usable token for the provider and user (authenticate first), or no api_base_url. */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description The request body is over the proxy's limit. */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description The request does not satisfy the schema or a field rule; `detail` lists each field. Also: a NUL byte or invalid Unicode in any string, JSON nested over 32 levels, numbers beyond ±2^53, numeric query parameters not in plain decimal digits or beyond their range, array-form parameters (`limit[]`). */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description Too many requests for this API key, or too many failed authentications (401) from this client address; retry after Retry-After seconds. */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description A fault on the server; the body never carries internals. */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description The provider could not be reached, or redirected to another host. */
+                502: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+        };
+        /**
+         * Pass a request through to a provider's API with a user's stored token
+         * @description Sends the call to the provider's API base URL (its `api_base_url`, else its template's) with the stored token the caller's tenant holds (narrowed by `user_id`; an agent's connection with `agent_id`), renewed first when it expires within 60 s and once after a 401. The provider's status, headers and body come back as they are, streamed (its 429 and Retry-After too); the token never does. Redirects to another host are refused (502). Calls count against the key's rate limit. `user_id` and `agent_id` are the proxy's query parameters and are not forwarded.
+         */
+        delete: {
+            parameters: {
+                query?: {
+                    /** @description Letters, digits and . _ : @ -, starting with a letter or digit; 1 to 100 characters. */
+                    agent_id?: string;
+                    /** @description The end user, as the application names them: a label of the tenant's tokens. Given, it narrows to that user's tokens. Tokens obtained without one are the tenant's own, labelled `organization:<id>` or `workspace:<id>`. */
+                    user_id?: string;
+                };
+                header?: never;
+                path: {
+                    "*": string;
+                    provider_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The provider's answer, whatever its status. */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "*/*": unknown;
+                    };
+                };
+                /** @description Missing, unknown or revoked API key. */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description The key's role, workspace binding or X-Tenant-Id does not allow this. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description Not found (also for another tenant's resources). */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description The headers or the body did not arrive in time (SLIPWAY_HEADERS_TIMEOUT_MS, SLIPWAY_REQUEST_TIMEOUT_MS); the connection is closed. */
+                408: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description No usable token for the provider and user (authenticate first), or no api_base_url. */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description The request body is over the proxy's limit. */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description The request does not satisfy the schema or a field rule; `detail` lists each field. Also: a NUL byte or invalid Unicode in any string, JSON nested over 32 levels, numbers beyond ±2^53, numeric query parameters not in plain decimal digits or beyond their range, array-form parameters (`limit[]`). */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description Too many requests for this API key, or too many failed authentications (401) from this client address; retry after Retry-After seconds. */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description A fault on the server; the body never carries internals. */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description The provider could not be reached, or redirected to another host. */
+                502: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+        };
+        options?: never;
+        head?: never;
+        /**
+         * Pass a request through to a provider's API with a user's stored token
+         * @description Sends the call to the provider's API base URL (its `api_base_url`, else its template's) with the stored token the caller's tenant holds (narrowed by `user_id`; an agent's connection with `agent_id`), renewed first when it expires within 60 s and once after a 401. The provider's status, headers and body come back as they are, streamed (its 429 and Retry-After too); the token never does. Redirects to another host are refused (502). Calls count against the key's rate limit. `user_id` and `agent_id` are the proxy's query parameters and are not forwarded.
+         */
+        patch: {
+            parameters: {
+                query?: {
+                    /** @description Letters, digits and . _ : @ -, starting with a letter or digit; 1 to 100 characters. */
+                    agent_id?: string;
+                    /** @description The end user, as the application names them: a label of the tenant's tokens. Given, it narrows to that user's tokens. Tokens obtained without one are the tenant's own, labelled `organization:<id>` or `workspace:<id>`. */
+                    user_id?: string;
+                };
+                header?: never;
+                path: {
+                    "*": string;
+                    provider_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The provider's answer, whatever its status. */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "*/*": unknown;
+                    };
+                };
+                /** @description Missing, unknown or revoked API key. */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description The key's role, workspace binding or X-Tenant-Id does not allow this. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description Not found (also for another tenant's resources). */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description The headers or the body did not arrive in time (SLIPWAY_HEADERS_TIMEOUT_MS, SLIPWAY_REQUEST_TIMEOUT_MS); the connection is closed. */
+                408: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description No usable token for the provider and user (authenticate first), or no api_base_url. */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description The request body is over the proxy's limit. */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description The request does not satisfy the schema or a field rule; `detail` lists each field. Also: a NUL byte or invalid Unicode in any string, JSON nested over 32 levels, numbers beyond ±2^53, numeric query parameters not in plain decimal digits or beyond their range, array-form parameters (`limit[]`). */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description Too many requests for this API key, or too many failed authentications (401) from this client address; retry after Retry-After seconds. */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description A fault on the server; the body never carries internals. */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description The provider could not be reached, or redirected to another host. */
+                502: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+        };
+        trace?: never;
+    };
     "/v2/auth/setup/{provider_id}": {
         parameters: {
             query?: never;
@@ -6728,6 +7878,8 @@ export interface paths {
                 query?: {
                     /** @description Letters, digits and . _ : @ -, starting with a letter or digit; 1 to 100 characters. */
                     agent_id?: string;
+                    /** @description Add status, broken_reason, last refresh and last error to each token. */
+                    include_status?: boolean;
                     /** @description Older name of provider_id. */
                     provider?: string;
                     /** @description Lowercase letters, digits, '-' and '_', 1 to 64 characters; unique in the organization. */
@@ -6749,6 +7901,8 @@ export interface paths {
                     content: {
                         "application/json": {
                             agent_id: string | null;
+                            broken_at?: string | null;
+                            broken_reason?: string | null;
                             /** Format: date-time */
                             created_at: string;
                             expires_at: string | null;
@@ -6757,9 +7911,17 @@ export interface paths {
                             id: string;
                             /** @description The token authenticate hands out for its tenant, user and agent. */
                             is_default: boolean;
+                            last_error?: string | null;
+                            last_error_at?: string | null;
+                            last_refreshed_at?: string | null;
                             provider_account_label: string | null;
                             provider_id: string;
                             scopes: string[];
+                            /**
+                             * @description With include_status: broken when the provider refused a refresh for good (see broken_reason), expired when it lapsed and cannot be refreshed, else ok.
+                             * @enum {string}
+                             */
+                            status?: "ok" | "expired" | "broken";
                             token_type: string;
                             /** Format: date-time */
                             updated_at: string;
@@ -7246,6 +8408,8 @@ export interface paths {
                     content: {
                         "application/json": {
                             agent_id: string | null;
+                            broken_at?: string | null;
+                            broken_reason?: string | null;
                             /** Format: date-time */
                             created_at: string;
                             expires_at: string | null;
@@ -7254,9 +8418,17 @@ export interface paths {
                             id: string;
                             /** @description The token authenticate hands out for its tenant, user and agent. */
                             is_default: boolean;
+                            last_error?: string | null;
+                            last_error_at?: string | null;
+                            last_refreshed_at?: string | null;
                             provider_account_label: string | null;
                             provider_id: string;
                             scopes: string[];
+                            /**
+                             * @description With include_status: broken when the provider refused a refresh for good (see broken_reason), expired when it lapsed and cannot be refreshed, else ok.
+                             * @enum {string}
+                             */
+                            status?: "ok" | "expired" | "broken";
                             token_type: string;
                             /** Format: date-time */
                             updated_at: string;
@@ -12759,7 +13931,7 @@ export interface paths {
                     /** @description Resume after this event id (what the `Last-Event-ID` header also says; the header wins). */
                     last_event_id?: string;
                     /** @description Only these event types (repeat the parameter); all when absent. */
-                    types?: ("deployment.created" | "deployment.deleted" | "deployment.status_changed" | "deployment.storage_exceeded" | "revision.status_changed" | "listener.status_changed")[];
+                    types?: ("deployment.created" | "deployment.deleted" | "deployment.status_changed" | "deployment.storage_exceeded" | "revision.status_changed" | "listener.status_changed" | "oauth.token.created" | "oauth.token.refresh_failed" | "oauth.token.revoked")[];
                 };
                 header?: never;
                 path?: never;
@@ -15770,7 +16942,7 @@ export interface paths {
                     "application/json": {
                         description?: string;
                         enabled?: boolean;
-                        events: ("deployment.created" | "deployment.deleted" | "deployment.status_changed" | "deployment.storage_exceeded" | "revision.status_changed" | "listener.status_changed")[];
+                        events: ("deployment.created" | "deployment.deleted" | "deployment.status_changed" | "deployment.storage_exceeded" | "revision.status_changed" | "listener.status_changed" | "oauth.token.created" | "oauth.token.refresh_failed" | "oauth.token.revoked")[];
                         /** @description Where events are POSTed (https). */
                         url: string;
                     };
@@ -16237,7 +17409,7 @@ export interface paths {
                     "application/json": {
                         description?: string;
                         enabled?: boolean;
-                        events?: ("deployment.created" | "deployment.deleted" | "deployment.status_changed" | "deployment.storage_exceeded" | "revision.status_changed" | "listener.status_changed")[];
+                        events?: ("deployment.created" | "deployment.deleted" | "deployment.status_changed" | "deployment.storage_exceeded" | "revision.status_changed" | "listener.status_changed" | "oauth.token.created" | "oauth.token.refresh_failed" | "oauth.token.revoked")[];
                         /** @description Where events are POSTed (https). */
                         url?: string;
                     };
