@@ -70,6 +70,11 @@ export const TemplateQuirks = Type.Object(
       ...Header,
       description: "The header the proxy sends the token in, bare, instead of Authorization: Bearer.",
     }),
+    refresh_url: Type.Optional({
+      ...TemplateUrl,
+      description:
+        "Where refresh tokens are used, when not at the token URL (Figma's); only with the template's token URL.",
+    }),
     notes: Type.Array(Type.String({ minLength: 1, maxLength: 400 })),
   },
   { additionalProperties: false },

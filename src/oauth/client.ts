@@ -193,11 +193,14 @@ export async function refreshTokens(
   issuer: string,
   refreshToken: string,
 ): Promise<TokenSet> {
-  const as = server(p, issuer);
+  // A template may name a refresh endpoint of its own (providerClient keeps it only while the
+  // provider uses the template's token URL).
+  const refreshUrl = p.quirks?.refresh_url ?? p.tokenUrl;
+  const as = { ...server(p, issuer), token_endpoint: refreshUrl };
   const client: oauth.Client = { client_id: p.clientId };
   try {
     const response = await oauth.refreshTokenGrantRequest(as, client, clientAuth(p), refreshToken, {
-      ...transport(quirkyFetch(fetch, p.quirks ?? null), p.tokenUrl),
+      ...transport(quirkyFetch(fetch, p.quirks ?? null), refreshUrl),
       additionalParameters: resourceParams(p),
     });
     return toTokenSet(await oauth.processRefreshTokenResponse(as, client, response));

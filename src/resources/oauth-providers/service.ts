@@ -8,7 +8,7 @@ import { encryptionContext } from "../../crypto/envelope.ts";
 import type { Executor } from "../../db/client.ts";
 import { isUniqueViolation } from "../../db/errors.ts";
 import type { CodeChallengeMethod, TokenEndpointAuthMethod } from "../../db/schema/oauth.ts";
-import { findTemplate } from "../../oauth/catalog.ts";
+import { expandTemplate, findTemplate, type TemplateQuirks } from "../../oauth/catalog.ts";
 import type { ProviderClient } from "../../oauth/client.ts";
 import { resolvedUrlProblems, settingsProblems } from "./rules.ts";
 import type { CreateProviderBody, OAuthProvider, PatchProviderBody } from "./schema.ts";
@@ -61,6 +61,20 @@ export function clientSecretOf(row: ProviderRow, keyring: Keyring): string | nul
   return row.clientSecretEnc === null ? null : keyring.decrypt(row.clientSecretEnc, secretContext(row.id));
 }
 
+/**
+ * The provider's template quirks, if it has a template. A template's own refresh endpoint only
+ * holds while the provider uses the template's token URL (one given explicitly has its own server).
+ */
+function quirksOf(row: ProviderRow): TemplateQuirks | null {
+  const t = row.template === null ? undefined : findTemplate(row.template);
+  if (!t) return null;
+  if (t.quirks.refresh_url === undefined) return t.quirks;
+  const expanded = expandTemplate(t, row.templateParams);
+  if ("urls" in expanded && expanded.urls.tokenUrl === row.tokenUrl) return t.quirks;
+  const { refresh_url: _dropped, ...rest } = t.quirks;
+  return rest;
+}
+
 /** The OAuth client of a provider, its secret opened: what a flow, a refresh or a revocation calls with. */
 export function providerClient(row: ProviderRow, keyring: Keyring): ProviderClient {
   return {
@@ -73,7 +87,7 @@ export function providerClient(row: ProviderRow, keyring: Keyring): ProviderClie
     codeChallengeMethod: row.codeChallengeMethod,
     issuer: row.issuer,
     mcpServerUrl: row.mcpServerUrl,
-    quirks: row.template === null ? null : (findTemplate(row.template)?.quirks ?? null),
+    quirks: quirksOf(row),
   };
 }
 

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { it } from "node:test";
+import { findProviderRow, providerClient } from "../../../src/resources/oauth-providers/service.ts";
 import { authMatrix } from "../../helpers/auth-matrix.ts";
 import { forEachDatabase } from "../../helpers/harness.ts";
 import { detailLocs, send } from "../../helpers/oauth.ts";
@@ -215,6 +216,28 @@ forEachDatabase("oauth providers from catalog templates", (suite) => {
     assert.equal(res.statusCode, 200, res.body);
     const keys = Object.keys(res.json() as object);
     for (const k of ["template", "template_params", "api_base_url"]) assert.ok(!keys.includes(k), k);
+  });
+
+  it("a template's own refresh endpoint (Figma's) holds only while the template's token URL does", async () => {
+    const made = async (slug: string, extra: Record<string, unknown>) => {
+      const res = await create({
+        provider_id: slug,
+        template: "figma",
+        client_id: "c",
+        client_secret: "s",
+        ...extra,
+      });
+      assert.equal(res.statusCode, 200, res.body);
+      const row = await findProviderRow(suite.ctx.db.orm, suite.ctx.orgId, slug);
+      assert.ok(row);
+      return providerClient(row, suite.ctx.keyring);
+    };
+    const figma = await made("figma", {});
+    assert.equal(figma.tokenUrl, "https://api.figma.com/v1/oauth/token");
+    assert.equal(figma.quirks?.refresh_url, "https://api.figma.com/v1/oauth/refresh");
+    const own = await made("figma-own", { token_url: "https://figma-proxy.example.com/token" });
+    assert.equal(own.quirks?.refresh_url, undefined, "an explicit token URL is refreshed at itself");
+    assert.ok(own.quirks?.notes.length);
   });
 
   it("a viewer cannot create from a template", async () => {
