@@ -5115,6 +5115,8 @@ export interface paths {
                                 /** @description The token endpoint reports errors with HTTP 200 (GitHub, Slack). */
                                 error_in_ok_response?: boolean;
                                 notes: string[];
+                                /** @description Where refresh tokens are used, when not at the token URL (Figma's); only with the template's token URL. */
+                                refresh_url?: string;
                                 /** @description The authorization parameter scopes go in (Slack's user_scope for user tokens). */
                                 scope_param?: "scope" | "user_scope";
                                 scope_separator?: " " | ",";
@@ -5299,6 +5301,8 @@ export interface paths {
                                 /** @description The token endpoint reports errors with HTTP 200 (GitHub, Slack). */
                                 error_in_ok_response?: boolean;
                                 notes: string[];
+                                /** @description Where refresh tokens are used, when not at the token URL (Figma's); only with the template's token URL. */
+                                refresh_url?: string;
                                 /** @description The authorization parameter scopes go in (Slack's user_scope for user tokens). */
                                 scope_param?: "scope" | "user_scope";
                                 scope_separator?: " " | ",";
