@@ -1,28 +1,42 @@
-// `slipway listener` arguments and their environment fallbacks, parsed and checked once here.
+// `slipway listener` (and `slipway listener render`) arguments and their environment fallbacks,
+// parsed and checked once here.
 import { ConfigError } from "../config.ts";
 import type { ListenerOptions } from "./listener.ts";
-import type { Routing } from "./manifests/types.ts";
+import type { ManifestOptions, Routing } from "./manifests/types.ts";
 
-export const LISTENER_USAGE = `Usage: slipway listener --url URL --api-key KEY --listener-id ID [options]
-
-  --url URL              the Slipway control plane (env SLIPWAY_URL)
-  --api-key KEY          a listener key: POST /v1/api-keys {"role":"listener"} (env SLIPWAY_API_KEY)
-  --listener-id ID       the listener's id (env SLIPWAY_LISTENER_ID)
-  --kubeconfig PATH      cluster access (env KUBECONFIG; in a pod, its service account)
-  --domain D             host <name>.<D> for every deployment (default: the control plane's apps domain)
+/** The flags that shape the objects, shared by the listener and `render`. */
+const MANIFEST_USAGE = `  --domain D             host <name>.<D> for every deployment (default: the control plane's apps domain)
   --ingress-class C      route with Ingresses of class C (default: Ingresses, the cluster's default class)
   --gateway [NS/]NAME    route with Gateway API HTTPRoutes on this Gateway instead
   --no-routing           create no Ingress or HTTPRoute
   --ingress-namespace NS the ingress controller's namespace: the only other one whose pods may reach apps
                          (default ingress-nginx; with --gateway NS/NAME, NS)
   --pod-security L       baseline (default) or restricted: the Pod Security level app pods pass
+  --postgres-image IMG   image of databases asked by db_* (default docker.io/library/postgres:16)
+  --redis-image IMG      image of caches asked by redis_* (default docker.io/library/redis:7)`;
+
+export const LISTENER_USAGE = `Usage: slipway listener --url URL --api-key KEY --listener-id ID [options]
+       slipway listener render --desired FILE|- [--output yaml|json] [options]
+
+  --url URL              the Slipway control plane (env SLIPWAY_URL)
+  --api-key KEY          a listener key: POST /v1/api-keys {"role":"listener"} (env SLIPWAY_API_KEY)
+  --listener-id ID       the listener's id (env SLIPWAY_LISTENER_ID)
+  --kubeconfig PATH      cluster access (env KUBECONFIG; in a pod, its service account)
+${MANIFEST_USAGE}
   --health-port P        answer /healthz and /readyz on port P (the pod's probes)
   --namespace NS         a namespace to prune in (repeatable; the listener's own are sent by the control plane)
-  --postgres-image IMG   image of databases asked by db_* (default docker.io/library/postgres:16)
-  --redis-image IMG      image of caches asked by redis_* (default docker.io/library/redis:7)
   --wait S               long-poll wait, 1-60 seconds (default 30)
   --resync S             re-read rollout state every S seconds (default 10)
   --heartbeat S          report at least every S seconds (default 30)`;
+
+export const RENDER_USAGE = `Usage: slipway listener render --desired FILE|- [--output yaml|json] [options]
+
+Prints the objects the listener would apply for a desired state (the answer of
+GET /v2/listeners/{id}/desired), without a cluster: YAML documents, or a JSON List.
+
+  --desired FILE         the desired state as JSON; - reads it from stdin
+  --output F             yaml (default) or json
+${MANIFEST_USAGE}`;
 
 type Env = Record<string, string | undefined>;
 
@@ -34,7 +48,25 @@ function seconds(name: string, raw: string | undefined, fallback: number, max: n
   return Number(raw);
 }
 
-export function parseListenerArgs(argv: string[], env: Env, log: (line: string) => void): ListenerOptions {
+const MANIFEST_FLAGS = [
+  "domain",
+  "ingress-class",
+  "gateway",
+  "ingress-namespace",
+  "pod-security",
+  "postgres-image",
+  "redis-image",
+];
+
+export interface ManifestFlags {
+  flags: Map<string, string[]>;
+  one(flag: string): string | undefined;
+  manifests: Omit<ManifestOptions, "listenerId">;
+  domain?: string;
+}
+
+/** Parses `argv` with the manifest flags and `more` value flags; anything else is refused. */
+export function parseManifestFlags(argv: string[], more: string[], usage = RENDER_USAGE): ManifestFlags {
   const flags = new Map<string, string[]>();
   const switches = new Set<string>();
   for (let i = 0; i < argv.length; i++) {
@@ -44,32 +76,57 @@ export function parseListenerArgs(argv: string[], env: Env, log: (line: string) 
       continue;
     }
     const m = /^--([a-z-]+)(?:=(.*))?$/.exec(arg);
-    if (!m) throw new ConfigError(`unexpected argument "${arg}".\n${LISTENER_USAGE}`);
+    if (!m) throw new ConfigError(`unexpected argument "${arg}".\n${usage}`);
     const value = m[2] ?? argv[++i];
     if (value === undefined) throw new ConfigError(`--${m[1]} needs a value.`);
     flags.set(m[1] ?? "", [...(flags.get(m[1] ?? "") ?? []), value]);
   }
-  const known = new Set([
+  const known = new Set([...MANIFEST_FLAGS, ...more]);
+  for (const f of flags.keys()) if (!known.has(f)) throw new ConfigError(`unknown option --${f}.\n${usage}`);
+  const one = (f: string) => flags.get(f)?.at(-1);
+  const gateway = one("gateway");
+  if (gateway && one("ingress-class"))
+    throw new ConfigError("--gateway and --ingress-class exclude each other.");
+  let routing: Routing = { kind: "ingress", className: one("ingress-class") };
+  if (gateway) {
+    const [a, b] = gateway.split("/");
+    routing = b
+      ? { kind: "gateway", gatewayNamespace: a, gatewayName: b }
+      : { kind: "gateway", gatewayName: a ?? "" };
+  }
+  if (switches.has("--no-routing")) routing = { kind: "none" };
+  const podSecurity = one("pod-security") ?? "baseline";
+  if (podSecurity !== "baseline" && podSecurity !== "restricted")
+    throw new ConfigError(`--pod-security must be baseline or restricted, got "${podSecurity}".`);
+  const ingressNamespace =
+    one("ingress-namespace") ?? (routing.kind === "gateway" ? routing.gatewayNamespace : "ingress-nginx");
+  return {
+    flags,
+    one,
+    manifests: {
+      routing,
+      podSecurity,
+      ingressNamespace,
+      postgresImage: one("postgres-image") ?? "docker.io/library/postgres:16",
+      redisImage: one("redis-image") ?? "docker.io/library/redis:7",
+    },
+    domain: one("domain"),
+  };
+}
+
+export function parseListenerArgs(argv: string[], env: Env, log: (line: string) => void): ListenerOptions {
+  const more = [
     "url",
     "api-key",
     "listener-id",
     "kubeconfig",
-    "domain",
-    "ingress-class",
-    "gateway",
     "namespace",
-    "postgres-image",
-    "redis-image",
-    "ingress-namespace",
-    "pod-security",
     "health-port",
     "wait",
     "resync",
     "heartbeat",
-  ]);
-  for (const f of flags.keys())
-    if (!known.has(f)) throw new ConfigError(`unknown option --${f}.\n${LISTENER_USAGE}`);
-  const one = (f: string) => flags.get(f)?.at(-1);
+  ];
+  const { flags, one, manifests, domain } = parseManifestFlags(argv, more, LISTENER_USAGE);
   const need = (f: string, envName: string) => {
     const v = one(f) ?? env[envName];
     if (!v) throw new ConfigError(`--${f} (or ${envName}) is required.`);
@@ -87,22 +144,6 @@ export function parseListenerArgs(argv: string[], env: Env, log: (line: string) 
   if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(listenerId)) {
     throw new ConfigError(`--listener-id (SLIPWAY_LISTENER_ID) must be a uuid, got "${listenerId}".`);
   }
-  const gateway = one("gateway");
-  if (gateway && one("ingress-class"))
-    throw new ConfigError("--gateway and --ingress-class exclude each other.");
-  let routing: Routing = { kind: "ingress", className: one("ingress-class") };
-  if (gateway) {
-    const [a, b] = gateway.split("/");
-    routing = b
-      ? { kind: "gateway", gatewayNamespace: a, gatewayName: b }
-      : { kind: "gateway", gatewayName: a ?? "" };
-  }
-  if (switches.has("--no-routing")) routing = { kind: "none" };
-  const podSecurity = one("pod-security") ?? "baseline";
-  if (podSecurity !== "baseline" && podSecurity !== "restricted")
-    throw new ConfigError(`--pod-security must be baseline or restricted, got "${podSecurity}".`);
-  const ingressNamespace =
-    one("ingress-namespace") ?? (routing.kind === "gateway" ? routing.gatewayNamespace : "ingress-nginx");
   const healthPort = one("health-port");
   if (
     healthPort !== undefined &&
@@ -112,14 +153,8 @@ export function parseListenerArgs(argv: string[], env: Env, log: (line: string) 
   return {
     controlPlane: { url, apiKey: need("api-key", "SLIPWAY_API_KEY"), listenerId },
     kubeconfig: one("kubeconfig") ?? env.KUBECONFIG,
-    manifests: {
-      routing,
-      podSecurity,
-      ingressNamespace,
-      postgresImage: one("postgres-image") ?? "docker.io/library/postgres:16",
-      redisImage: one("redis-image") ?? "docker.io/library/redis:7",
-    },
-    domain: one("domain"),
+    manifests,
+    domain,
     healthPort: healthPort === undefined ? undefined : Number(healthPort),
     namespaces: flags.get("namespace") ?? [],
     waitSeconds: seconds("--wait", one("wait"), 30, 60),
