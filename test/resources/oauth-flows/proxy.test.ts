@@ -12,7 +12,7 @@ import { type Standin, startStandin } from "../../oauth/provider-standins.ts";
 const SLUG = "gh";
 const USER = "proxy-user";
 /** Low enough to reach in a test, with a fresh key per test that counts. */
-const RATE_LIMIT = 40;
+const RATE_LIMIT = 100;
 
 interface Echo {
   method: string;
@@ -157,6 +157,37 @@ forEachDatabase(
       const ok = await proxy({ method: "GET", path: "/ok" });
       assert.ok(!ok.body.includes(token.token));
       assert.ok(!JSON.stringify(ok.headers).includes(token.token));
+    });
+
+    it("whose token: the tenant's (a workspace-bound key sees not the organization's), or an agent's connection", async () => {
+      const bound = await send(
+        ctx(),
+        "POST",
+        `/v2/auth/proxy/${SLUG}`,
+        { user_id: USER, method: "GET", path: "/echo" },
+        ctx().keys.boundMember,
+      );
+      assert.equal(bound.statusCode, 409, "another tenant's token is not used");
+      const none = await proxy({ user_id: undefined, agent_id: "agent-7", method: "GET", path: "/echo" });
+      assert.equal(none.statusCode, 409, "no connection and no token of the tenant for this agent");
+      const linked = await send(ctx(), "POST", `/v2/auth/agents/agent-7/connections?user_id=${USER}`, {
+        oauth_token_id: token.token_id,
+      });
+      assert.equal(linked.statusCode, 201, linked.body);
+      const viaAgent = await send(ctx(), "POST", `/v2/auth/proxy/${SLUG}`, {
+        agent_id: "agent-7",
+        method: "GET",
+        path: "/echo",
+      });
+      assert.equal(viaAgent.statusCode, 200, viaAgent.body);
+      assert.equal((viaAgent.json() as Echo).token_seen, await currentToken(), "the connection's token");
+      const passAgent = await ctx().app.inject({
+        method: "GET",
+        url: `/v2/auth/proxy/${SLUG}/echo?agent_id=agent-7&z=1`,
+        headers: { "x-api-key": ctx().keys.member },
+      });
+      assert.equal(passAgent.statusCode, 200, passAgent.body);
+      assert.equal((passAgent.json() as Echo).query, "?z=1", "agent_id is the proxy's");
     });
 
     it("refreshes before the call when the token expires within 60 s, once for concurrent calls", async () => {
@@ -309,7 +340,7 @@ forEachDatabase(
         assert.equal(res.statusCode, 200, res.body);
       }
       assert.ok(limited, "limited");
-      assert.match(limited.body, /Rate limit of 40 requests a minute for this API key/);
+      assert.match(limited.body, /Rate limit of 100 requests a minute for this API key/);
       assert.ok(limited.headers["retry-after"]);
       assert.equal(s.api.calls.length, calls + RATE_LIMIT, "the limited call reached no provider");
     });
