@@ -23,6 +23,11 @@ if (process.argv.includes("--scale")) {
   await scaleBench();
   process.exit(0);
 }
+if (process.argv.includes("--backup")) {
+  const { backupPauseBench } = await import("./backup-pause.ts");
+  await backupPauseBench();
+  process.exit(0);
+}
 const sideBySideAt = process.argv.indexOf("--side-by-side");
 if (sideBySideAt !== -1) {
   const other = process.argv[sideBySideAt + 1];

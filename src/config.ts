@@ -102,6 +102,8 @@ export interface Config {
   webhooks: { allowPrivate: boolean };
   /** Days the audit log keeps a record (the reconciler leader prunes older ones). */
   auditRetentionDays: number;
+  /** Scheduled backups taken by the reconciler's leader (config/backup.ts); off without `dir`. */
+  backups: { dir: string | undefined; everyMs: number; keep: number };
   /** What one revision may take on disk: its unpacked source, and its directory while it builds. */
   limits: {
     sourceBytes: number;

@@ -19,14 +19,17 @@ export interface TableShape {
 export const LEDGER = "schema_migrations";
 
 export async function tablesOf(exec: Executor): Promise<TableShape[]> {
+  // pg_catalog, not information_schema: a tenth of the time on PGlite, where writers wait.
   const cols = await rows<{ table_name: string; column_name: string; data_type: string; generated: boolean }>(
     exec,
-    sql`SELECT c.table_name, c.column_name, c.data_type, c.is_generated <> 'NEVER' AS generated
-          FROM information_schema.columns c
-          JOIN information_schema.tables t ON t.table_schema = c.table_schema AND t.table_name = c.table_name
-         WHERE c.table_schema = 'public' AND t.table_type = 'BASE TABLE' 
-           AND c.table_name <> ${LEDGER}
-         ORDER BY c.table_name, c.ordinal_position`,
+    sql`SELECT c.relname AS table_name, a.attname AS column_name, t.typname AS data_type,
+               a.attgenerated <> '' AS generated
+          FROM pg_class c
+          JOIN pg_namespace n ON n.oid = c.relnamespace
+          JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
+          JOIN pg_type t ON t.oid = a.atttypid
+         WHERE n.nspname = 'public' AND c.relkind IN ('r', 'p') AND c.relname <> ${LEDGER}
+         ORDER BY c.relname, a.attnum`,
   );
   const tables = new Map<string, TableShape>();
   for (const c of cols) {
@@ -48,7 +51,8 @@ export async function tablesOf(exec: Executor): Promise<TableShape[]> {
 export async function sequencesOf(exec: Executor): Promise<string[]> {
   const found = await rows<{ name: string }>(
     exec,
-    sql`SELECT sequence_name AS name FROM information_schema.sequences WHERE sequence_schema = 'public' ORDER BY 1`,
+    sql`SELECT c.relname AS name FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+         WHERE n.nspname = 'public' AND c.relkind = 'S' ORDER BY 1`,
   );
   return found.map((s) => s.name);
 }

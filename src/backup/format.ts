@@ -72,6 +72,18 @@ export class BackupWriter {
     return this.gzip.write(bytes);
   }
 
+  /**
+   * Adds rows given as their lines' text (`["r",{…}]`, made by the database: no parse here), one
+   * write for them all; waits when gzip's buffer is full.
+   */
+  async rowLines(lines: string[]): Promise<void> {
+    if (lines.length === 0) return;
+    this.rowCount += lines.length;
+    const text = lines.join("\n");
+    for (const m of text.matchAll(ENVELOPE_KID)) if (m[1]) this.kids.add(m[1]);
+    if (!this.put(text)) await new Promise((resolve) => this.gzip.once("drain", resolve));
+  }
+
   /** Adds a line; waits when gzip's buffer is full, so memory stays bounded. */
   async line(value: BackupLine): Promise<void> {
     const text = JSON.stringify(value);

@@ -10,6 +10,7 @@ import {
   logoutFlags,
   workspaces,
 } from "./commands/account.ts";
+import { backup, backupFlags } from "./commands/backup.ts";
 import { deploy, deployFlags } from "./commands/deploy.ts";
 import {
   deleteFlags,
@@ -53,6 +54,7 @@ const COMMANDS: Record<string, Command> = {
   tokens: { flags: tokenFlags, run: tokens },
   keys: { flags: accountFlags, run: keys },
   workspaces: { flags: {}, run: workspaces },
+  backup: { flags: backupFlags, run: backup },
 };
 
 export const CLIENT_COMMANDS: readonly string[] = Object.keys(COMMANDS);

@@ -141,6 +141,11 @@ export const CLIENT_DOCS: Record<string, CommandDoc> = {
     ],
     summary: "Manage API keys (a new key is shown once).",
   },
+  backup: {
+    usage: ["backup --out FILE"],
+    summary:
+      "Download a backup of the server's whole database (a system admin key), check its checksum and keep it in FILE (docs/operations.md).",
+  },
   workspaces: {
     usage: ["workspaces list", "workspaces create NAME"],
     summary: "List or create the organization's workspaces.",
@@ -154,8 +159,14 @@ export const SERVER_DOCS: Record<string, CommandDoc> = {
       "Run the API server (what `npm start` runs); configured by the environment (docs/configuration.md).",
   },
   migrate: {
-    usage: ["migrate"],
-    summary: "Apply pending database migrations and exit.",
+    usage: ["migrate [--check]"],
+    summary:
+      "Apply pending database migrations and exit; with --check apply nothing, list what is pending (exit 1 when something is) and what a newer release applied.",
+  },
+  restore: {
+    usage: ["restore FILE [--force]"],
+    summary:
+      "Restore a backup (from `slipway backup`) into the empty data dir or the empty database of DATABASE_URL, with the server stopped; --force replaces what the target holds (docs/operations.md).",
   },
   "keys rotate": {
     usage: ["keys rotate [--new]"],

@@ -3,7 +3,7 @@
 import { UsageError, wantsHelp } from "./args.ts";
 import { CLIENT_COMMANDS, clientDoc, isClientCommand, runClient } from "./client.ts";
 import { type CommandDoc, commandHelp, generalHelp, SERVER_DOCS } from "./help.ts";
-import { ConfigError, listener, migrateOnly, rotate, serve } from "./serve.ts";
+import { ConfigError, listener, migrateOnly, restore, rotate, serve } from "./serve.ts";
 import { describeStartupError } from "./startup-errors.ts";
 import { closest } from "./suggest.ts";
 import { packageVersion } from "./version.ts";
@@ -28,6 +28,15 @@ async function hook(args: string[]): Promise<void> {
   }
 }
 
+/** The options each server command takes (the rest take none). */
+const SERVER_FLAGS: Record<string, string[]> = {
+  "keys rotate": ["--new"],
+  migrate: ["--check"],
+  restore: ["--force"],
+};
+/** Server commands that take one word besides their options: `restore FILE`. */
+const TAKES_FILE = new Set(["restore"]);
+
 /** A server command's own help, or a usage error for arguments it does not take. */
 function serverCommand(name: string, args: string[], run: () => Promise<void>): Promise<void> {
   const doc = SERVER_DOCS[name] as CommandDoc;
@@ -35,8 +44,9 @@ function serverCommand(name: string, args: string[], run: () => Promise<void>): 
     process.stdout.write(`${commandHelp(doc, false)}\n`);
     return Promise.resolve();
   }
-  const known = name === "keys rotate" ? ["--new"] : [];
-  const extra = args.find((a) => !known.includes(a));
+  const known = SERVER_FLAGS[name] ?? [];
+  const file = TAKES_FILE.has(name) ? args.find((a) => !a.startsWith("-")) : undefined;
+  const extra = args.find((a) => !known.includes(a) && a !== file);
   if (extra !== undefined) {
     const guess = extra.startsWith("--")
       ? closest(
@@ -54,7 +64,16 @@ function serverCommand(name: string, args: string[], run: () => Promise<void>): 
 /** Options every client command takes, accepted before the command too (`slipway --json ls`). */
 const GLOBAL_BOOLEANS = ["--json", "--no-input"];
 const GLOBAL_VALUES = ["--profile", "--workspace", "--url", "--api-key"];
-const ALL_COMMANDS = [...CLIENT_COMMANDS, "serve", "migrate", "listener", "hook", "help", "version"];
+const ALL_COMMANDS = [
+  ...CLIENT_COMMANDS,
+  "serve",
+  "migrate",
+  "restore",
+  "listener",
+  "hook",
+  "help",
+  "version",
+];
 
 /** Quiet on a closed pipe (`slipway logs app | head -1`): the reader has what it wanted. */
 function quietOnClosedPipe(): void {
@@ -99,7 +118,9 @@ async function main(argv: string[]): Promise<void> {
     case "serve":
       return serverCommand("serve", rest, serve);
     case "migrate":
-      return serverCommand("migrate", rest, migrateOnly);
+      return serverCommand("migrate", rest, () => migrateOnly(rest));
+    case "restore":
+      return serverCommand("restore", rest, () => restore(rest));
     case "listener":
       return listener(rest);
     case "hook":

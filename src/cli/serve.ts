@@ -30,17 +30,71 @@ export async function serve(): Promise<void> {
   process.on("SIGINT", () => shutdown("SIGINT"));
 }
 
-/** `slipway migrate`: applies pending migrations and exits. */
-export async function migrateOnly(): Promise<void> {
+/**
+ * `slipway migrate`: applies pending migrations and exits. With --check it applies nothing and
+ * lists what is pending (exit 1 when something is), and migrations a newer release applied.
+ */
+export async function migrateOnly(args: string[] = []): Promise<void> {
   const { openDatabase } = await import("../db/client.ts");
-  const { migrate } = await import("../db/migrate.ts");
+  const { checkMigrations, migrate } = await import("../db/migrate.ts");
   const db = await openDatabase(loadConfig().database);
   try {
+    if (args.includes("--check")) {
+      const { pending, unknown } = await checkMigrations(db);
+      console.log(pending.length ? `Pending: ${pending.join(", ")}` : "Database is up to date.");
+      if (unknown.length) {
+        console.log(
+          `Applied by a newer Slipway (unknown to this one, which still runs on it): ${unknown.join(", ")}`,
+        );
+      }
+      if (pending.length) process.exitCode = 1;
+      return;
+    }
     const ran = await migrate(db);
     console.log(ran.length ? `Applied: ${ran.join(", ")}` : "Database is up to date.");
   } finally {
     await db.close();
   }
+}
+
+/** `slipway restore FILE [--force]`: a backup into an empty database, offline (docs/operations.md). */
+export async function restore(args: string[]): Promise<void> {
+  const { restoreBackup, RestoreRefused } = await import("../backup/restore.ts");
+  const { BackupFileError } = await import("../backup/format.ts");
+  const file = args.find((a) => !a.startsWith("--"));
+  if (file === undefined) throw new ConfigError("slipway restore needs the backup FILE to restore.");
+  const config = loadConfig();
+  const target =
+    config.database.kind === "postgres" ? "the database of DATABASE_URL" : `the data dir ${config.dataDir}`;
+  try {
+    const report = await restoreBackup(file, {
+      database: config.database,
+      keys: config,
+      force: args.includes("--force"),
+    });
+    const h = report.header;
+    console.log(
+      `Restored ${report.rows} rows of ${report.tables} tables into ${target}, from a backup of Slipway ${h.slipway_version} (${h.database}) taken at ${h.taken_at}.`,
+    );
+    if (report.migrated.length)
+      console.log(`Then applied this Slipway's newer migrations: ${report.migrated.join(", ")}.`);
+    console.log(
+      "Start the server: it runs each deployment's active revision again, building it from its stored source.",
+    );
+  } catch (err) {
+    if (!(err instanceof RestoreRefused || err instanceof BackupFileError)) throw err;
+    console.error(err.message);
+    process.exitCode = 1;
+  }
+}
+
+/** What `slipway backup` checks a downloaded file with (the clients reach server code only here). */
+export async function verifyBackupFile(
+  path: string,
+): Promise<{ rows: number; version: string; takenAt: string }> {
+  const { verifyBackup } = await import("../backup/format.ts");
+  const { header, end } = await verifyBackup(path);
+  return { rows: end.rows, version: header.slipway_version, takenAt: header.taken_at };
 }
 
 /** `slipway keys rotate [--new]`: re-encrypts every stored secret under the active master key. */

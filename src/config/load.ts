@@ -1,5 +1,6 @@
 import { resolve } from "node:path";
 import { type Config, ConfigError, type LogLevel } from "../config.ts";
+import { backupVars } from "./backup.ts";
 import {
   absolutePathVar,
   basePathVar,
@@ -136,6 +137,7 @@ export function loadConfig(env: Env = process.env): Config {
     },
     webhooks: { allowPrivate: boolVar(env, "SLIPWAY_WEBHOOKS_ALLOW_PRIVATE", false) },
     auditRetentionDays: intVar(env, "SLIPWAY_AUDIT_RETENTION_DAYS", 90, 1, 36_500),
+    backups: backupVars(env),
     limits: {
       sourceBytes: intVar(env, "SLIPWAY_SOURCE_LIMIT_BYTES", 1024 ** 3, 1024, 1024 ** 4),
       sourceMaxFiles: intVar(env, "SLIPWAY_SOURCE_MAX_FILES", 100_000, 1, 100_000_000),

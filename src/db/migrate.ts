@@ -1,8 +1,9 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { sql } from "drizzle-orm";
 import { MIGRATION_LOCK } from "./channels.ts";
-import type { Database } from "./client.ts";
+import { type Database, rows } from "./client.ts";
 
 const MIGRATIONS_DIR = join(dirname(fileURLToPath(import.meta.url)), "migrations");
 /** Advisory-lock key for migrations: two processes starting at once apply them one after the other. */
@@ -42,4 +43,28 @@ export async function migrate(db: Database, migrations = listMigrations()): Prom
     }
     return ran;
   });
+}
+
+/** What `slipway migrate --check` reports: migrations to apply, and applied ones this code does not know. */
+export interface MigrationCheck {
+  pending: string[];
+  /** Applied by a newer release (its code runs on this database: expand/contract, docs/operations.md). */
+  unknown: string[];
+}
+
+/** Compares the database's ledger with this code's migrations; writes nothing (no ledger is made). */
+export async function checkMigrations(db: Database, migrations = listMigrations()): Promise<MigrationCheck> {
+  const [ledger] = await rows<{ present: boolean }>(
+    db.orm,
+    sql`SELECT to_regclass('public.schema_migrations') IS NOT NULL AS present`,
+  );
+  const applied = ledger?.present
+    ? (await rows<{ name: string }>(db.orm, sql`SELECT name FROM schema_migrations`)).map((r) => r.name)
+    : [];
+  const done = new Set(applied);
+  const known = new Set(migrations.map((m) => m.name));
+  return {
+    pending: migrations.map((m) => m.name).filter((n) => !done.has(n)),
+    unknown: applied.filter((n) => !known.has(n)).sort(),
+  };
 }

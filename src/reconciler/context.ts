@@ -34,9 +34,9 @@ export interface Job {
 export interface Worker {
   /**
    * Where secret references are read (spec.ts); UNUSED and audit retention (leader.ts); the build
-   * time limit and builds per workspace (driver.ts, claims.ts).
+   * time limit and builds per workspace (driver.ts, claims.ts); scheduled backups (backups.ts).
    */
-  readonly config: Pick<Config, "containers" | "reconciler" | "auditRetentionDays" | "limits">;
+  readonly config: Pick<Config, "containers" | "reconciler" | "auditRetentionDays" | "limits" | "backups">;
   readonly db: Database;
   readonly keyring: Keyring;
   readonly runtimes: Runtimes;

@@ -8,6 +8,7 @@ import type { Database, Executor } from "../db/client.ts";
 import type { Runtime } from "../runtimes/interface.ts";
 import { type ImageBuilder, RemoteRuntime } from "../runtimes/remote/runtime.ts";
 import { AppDatabases } from "./app-database.ts";
+import { scheduleBackup } from "./backups.ts";
 import { type ClaimedRevision, claimRevisions } from "./claims/store.ts";
 import type { Job, ReconcilerLogger, ReconcilerLookups, Worker } from "./context.ts";
 import { drive } from "./driver.ts";
@@ -27,7 +28,10 @@ export interface ReconcilerOptions {
    * Poll and lease times, the apps' database server, the tenant limits (builds per workspace, build
    * time, log lines per second) and what the parts read (context.ts).
    */
-  config: Pick<Config, "reconciler" | "apps" | "containers" | "auditRetentionDays" | "listeners" | "limits">;
+  config: Pick<
+    Config,
+    "reconciler" | "apps" | "containers" | "auditRetentionDays" | "listeners" | "limits" | "backups"
+  >;
   db: Database;
   keyring: Keyring;
   /**
@@ -210,6 +214,7 @@ export class Reconciler {
       await recordTraffic(this.w);
       await checkHealth(this.w);
       await pruneHistory(this.w);
+      scheduleBackup(this.w);
     }
   }
 

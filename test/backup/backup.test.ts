@@ -4,10 +4,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
 import { gunzipSync, gzipSync } from "node:zlib";
+import { sql } from "drizzle-orm";
 import { verifyBackup } from "../../src/backup/format.ts";
 import { RestoreRefused, restoreBackup } from "../../src/backup/restore.ts";
-import { keyId } from "../../src/crypto/envelope.ts";
-import { openDatabase } from "../../src/db/client.ts";
+import { readRevisionSecrets } from "../../src/core/deployments/secrets.ts";
+import { Keyring, keyId } from "../../src/crypto/envelope.ts";
+import { openDatabase, rows } from "../../src/db/client.ts";
 import { authMatrix } from "../helpers/auth-matrix.ts";
 import { createTestDatabase, DB_KINDS, type DbKind } from "../helpers/databases.ts";
 import { forEachDatabase } from "../helpers/harness.ts";
@@ -133,6 +135,18 @@ for (const from of DB_KINDS) {
           const restored = await target.open();
           try {
             assert.deepEqual(await contents(restored), await contents(source.db));
+            // The sealed secrets open with the same master key on the restored database.
+            const keyring = Keyring.fromBase64(source.masterKey);
+            const revisions = await rows<{ id: string }>(restored.orm, sql`SELECT id FROM revisions`);
+            const values = new Set<string>();
+            for (const r of revisions) {
+              for (const secret of await readRevisionSecrets(restored.orm, keyring, r.id))
+                values.add(secret.value);
+            }
+            assert.deepEqual(
+              [...values].sort(),
+              [0, 1, 2].map((i) => `${SECRET}-${i}`),
+            );
           } finally {
             await restored.close();
           }

@@ -47,7 +47,8 @@ const CLIENT = Object.keys(CLIENT_DOCS);
 /** How each server command is typed, and what its help's first line says. */
 const SERVER: [string[], string][] = [
   [["serve"], "serve"],
-  [["migrate"], "migrate"],
+  [["migrate"], "migrate [--check]"],
+  [["restore"], "restore FILE [--force]"],
   [["keys", "rotate"], "keys rotate [--new]"],
   [["listener"], "listener --url URL --api-key KEY --listener-id ID [options]"],
   [["hook"], "hook post-receive --url URL --integration ID --secret-file FILE"],
