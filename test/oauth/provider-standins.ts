@@ -10,7 +10,8 @@ import type { AddressInfo } from "node:net";
  * scopes in user_scope, comma separated, the user token nested under authed_user, ok:false
  * errors), Notion (client credentials in HTTP Basic auth only, owner=user) and Microsoft (the
  * tenant in the path, a refresh token only with offline_access). Each also serves a small API
- * under /api that checks the bearer token.
+ * under /api that checks the bearer token. (One file past 300 lines: the five providers' ways are
+ * easier to compare side by side.)
  */
 export type Style = "github" | "google" | "slack" | "notion" | "microsoft";
 
