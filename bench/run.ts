@@ -223,6 +223,9 @@ if (process.env.BENCH_SKIP_WARM_BUILD !== "1") {
   const { warmBuilds, warmLine } = await import("./warm-build.ts");
   for (const r of await warmBuilds(Number(process.env.BENCH_WARM_BUILDS ?? 3)))
     console.log(`\n${warmLine(r)}`);
+  // A source's own Dockerfile rebuilt with its last layer changed (dockerfile-build.ts).
+  const { dockerfileRebuilds, dockerfileLine } = await import("./dockerfile-build.ts");
+  console.log(`\n${dockerfileLine(await dockerfileRebuilds(Number(process.env.BENCH_WARM_BUILDS ?? 3)))}`);
 }
 
 if (process.env.BENCH_SKIP_COLD_START !== "1") {

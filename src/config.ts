@@ -129,8 +129,10 @@ export interface Config {
     registryInsecure: boolean;
     /** Slipway as the registry's token server (docs/registry.md), when configured. */
     registryToken: RegistryTokenConfig | undefined;
-    /** What images built for listeners start FROM. */
+    /** What images built for listeners start FROM (Node apps, static sites and the rest). */
     buildBaseImage: string;
+    /** What images built for listeners from Python sources start FROM. */
+    buildBaseImagePython: string;
   };
 }
 

@@ -226,16 +226,23 @@ describe("config", () => {
       SLIPWAY_REGISTRY_PASSWORD: "p w",
       SLIPWAY_REGISTRY_INSECURE: "true",
       SLIPWAY_BUILD_BASE_IMAGE: "localhost/base:1",
+      SLIPWAY_BUILD_BASE_IMAGE_PYTHON: "localhost/python-base:1",
     });
     assert.equal(c.listeners.registryUrl, "127.0.0.1:5000");
     assert.equal(c.listeners.registryUsername, "u");
     assert.equal(c.listeners.registryPassword, "p w");
     assert.equal(c.listeners.registryInsecure, true);
     assert.equal(c.listeners.buildBaseImage, "localhost/base:1");
+    assert.equal(c.listeners.buildBaseImagePython, "localhost/python-base:1");
     const d = loadConfig({});
     assert.equal(d.listeners.registryInsecure, false);
     assert.equal(d.listeners.registryUsername, undefined);
     assert.equal(d.listeners.buildBaseImage, "docker.io/library/node:22-bookworm-slim");
+    assert.equal(d.listeners.buildBaseImagePython, "docker.io/library/python:3.11-slim-bookworm");
+    assert.throws(
+      () => loadConfig({ SLIPWAY_BUILD_BASE_IMAGE_PYTHON: "not an image" }),
+      /SLIPWAY_BUILD_BASE_IMAGE_PYTHON/,
+    );
     assert.throws(() => loadConfig({ SLIPWAY_REGISTRY_USERNAME: "u" }), /must be set together/);
     assert.throws(() => loadConfig({ SLIPWAY_REGISTRY_PASSWORD: "p" }), /must be set together/);
     assert.throws(

@@ -156,6 +156,11 @@ export function loadConfig(env: Env = process.env): Config {
       registryInsecure: boolVar(env, "SLIPWAY_REGISTRY_INSECURE", false),
       registryToken: registryToken(env, registryUrl),
       buildBaseImage: imageVar(env, "SLIPWAY_BUILD_BASE_IMAGE", "docker.io/library/node:22-bookworm-slim"),
+      buildBaseImagePython: imageVar(
+        env,
+        "SLIPWAY_BUILD_BASE_IMAGE_PYTHON",
+        "docker.io/library/python:3.11-slim-bookworm",
+      ),
     },
   };
 }

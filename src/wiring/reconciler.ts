@@ -73,7 +73,10 @@ export async function startReconciler(deps: AppDeps, logger: ReconcilerLogger): 
             login: registryLogin(config.listeners),
             insecure: config.listeners.registryInsecure,
           },
-          baseImage: config.listeners.buildBaseImage,
+          baseImages: {
+            node: config.listeners.buildBaseImage,
+            python: config.listeners.buildBaseImagePython,
+          },
           port: APP_PORT,
           limits: config.limits,
           indexes: config.packageIndexes,

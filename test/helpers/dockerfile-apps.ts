@@ -1,6 +1,6 @@
 import { chmodSync } from "node:fs";
 import { join } from "node:path";
-import { workspaceStorage } from "../../src/runtimes/build/dockerfile.ts";
+import { workspaceStorage } from "../../src/runtimes/build/build-stores.ts";
 import { type Engine, execEngine } from "../../src/runtimes/engine/engine.ts";
 import { tempDir, writeApp } from "./local-runtime.ts";
 

@@ -5,6 +5,8 @@ import type { EngineFinder } from "../engine/finder.ts";
 import { BuildError } from "../interface.ts";
 import { abortError, describeExit, run } from "../shared/exec.ts";
 import type { BuildRecord } from "./app-config.ts";
+import { builtImageRef, capStore, recordStore, storeFlags, workspaceStorage } from "./build-stores.ts";
+import { DEFAULT_BUILD_CACHE_BYTES } from "./cache.ts";
 import { diskUsage, withDiskLimit } from "./disk-limit.ts";
 import { imageVersion, inspectImage } from "./image.ts";
 import { buildDiskExceeded } from "./limits.ts";
@@ -58,6 +60,8 @@ export interface DockerfileBuild {
   /** The deployment's network namespace (its /run/netns path), where RUN steps run; none: podman's default. */
   network?: string;
   diskLimitBytes: number;
+  /** SLIPWAY_BUILD_CACHE_MB: the workspace store's layer cache is pruned past it (default as for dependencies). */
+  cacheCapBytes: number | undefined;
   signal: AbortSignal;
   log: (line: string) => void;
 }
@@ -82,17 +86,6 @@ export async function writeComposedDockerfile(
 /** The plan's build args as podman flags. */
 export function buildArgFlags(plan: DockerfilePlan): string[] {
   return Object.entries(plan.buildArgs).flatMap(([k, v]) => ["--build-arg", `${k}=${v}`]);
-}
-
-/** The workspace's own image store: no tenant's build ever sees another's layers or base images. */
-export function workspaceStorage(dataDir: string, workspaceId: string): { root: string; runroot: string } {
-  // Becomes a directory name: only a plain token may.
-  if (!/^[A-Za-z0-9][A-Za-z0-9_-]*$/.test(workspaceId))
-    throw new Error(`not a plain workspace id: ${JSON.stringify(workspaceId)}`);
-  return {
-    root: join(dataDir, "builds", "storage", workspaceId),
-    runroot: join(dataDir, "builds", "runroot", workspaceId),
-  };
 }
 
 /** podman's `STEP n/m: …` lines and its final `Error: …` line, for a failure that names the step. */
@@ -124,12 +117,14 @@ export async function buildFromDockerfile(b: DockerfileBuild): Promise<BuildReco
   const engine = await b.containers.usable();
   if (engine?.name !== "podman")
     fail(b.log, "a Dockerfile is built with podman, which is not usable on this server");
-  const storage = workspaceStorage(b.dataDir, b.workspaceId ?? b.deploymentId);
+  const key = b.workspaceId ?? b.deploymentId;
+  const storage = workspaceStorage(b.dataDir, key);
   await mkdir(storage.root, { recursive: true });
   await mkdir(storage.runroot, { recursive: true });
-  const store = ["--root", storage.root, "--runroot", storage.runroot];
-  // Image names are lowercase; both ids are plain tokens (the layout checked them).
-  const ref = `localhost/slipway-build/${b.deploymentId}:${b.revisionId}`.toLowerCase();
+  await recordStore(b.dataDir, b.deploymentId, key);
+  const store = storeFlags(storage);
+  // Both ids are plain tokens (the layout checked them).
+  const ref = builtImageRef(b.deploymentId, b.revisionId);
 
   const file = await writeComposedDockerfile(b.appDir, b.plan, b.revisionDir);
   const buildArgs = buildArgFlags(b.plan);
@@ -174,15 +169,11 @@ export async function buildFromDockerfile(b: DockerfileBuild): Promise<BuildReco
     await rm(scratch, { recursive: true, force: true });
   }
 
-  // podman save | podman load: each store is opened by its own podman with its own locks (a push to
-  // `containers-storage:[…]` would open the default store from the workspace store's process).
-  const archive = join(b.revisionDir, "image.tar");
-  try {
-    await must(b, engine, [...store, "save", "--format", "docker-archive", "--output", archive, ref], "save");
-    await must(b, engine, ["load", "--input", archive], "load");
-  } finally {
-    await rm(archive, { force: true });
-  }
+  // Into the engine's default store, where containers run: a push between stores copies only the
+  // layers it lacks (save and load moved the whole image, base and cached layers included, each time).
+  const target = `containers-storage:[${await defaultStore(engine)}]${ref}`;
+  await must(b, engine, [...store, "push", "--quiet", ref, target], "push");
+  await capStore(engine, storage, b.cacheCapBytes ?? DEFAULT_BUILD_CACHE_BYTES, b.log);
   const found = await inspectImage(engine, ref);
   if (found === undefined) fail(b.log, `the built image ${ref} is not in podman's store after loading it`);
   const version = imageVersion(ref, found);
@@ -229,6 +220,35 @@ async function endRunSteps(engine: Engine, scratch: string): Promise<void> {
     .filter((m) => m.startsWith(`${scratch}/`))
     .reverse();
   for (const m of mounts) await run("umount", ["--lazy", m], quiet).catch(() => {});
+}
+
+const defaultStores = new Map<string, Promise<string>>();
+
+/** The engine's default store as containers-storage names it: `driver@graphroot+runroot`. */
+function defaultStore(engine: Engine): Promise<string> {
+  const key = `${engine.name}\0${JSON.stringify(engine.env)}`;
+  let found = defaultStores.get(key);
+  if (found === undefined) {
+    found = (async () => {
+      let text = "";
+      const format = "{{.Store.GraphDriverName}}@{{.Store.GraphRoot}}+{{.Store.RunRoot}}";
+      const signal = new AbortController().signal;
+      const r = await run(engine.name, ["info", "--format", format], {
+        cwd: "/",
+        env: engine.env,
+        signal,
+        onLine: (line) => {
+          if (line.trim()) text = line.trim();
+        },
+      });
+      if (r.code !== 0 || !/^\w+@\/.+\+\/.+$/.test(text))
+        throw new BuildError(`podman info did not name its default store (${describeExit(r)}): ${text}`);
+      return text;
+    })();
+    defaultStores.set(key, found);
+    found.catch(() => defaultStores.delete(key));
+  }
+  return found;
 }
 
 function fail(log: (line: string) => void, message: string): never {

@@ -116,6 +116,7 @@ export async function buildRevision(h: PhaseHandles, spec: RevisionSpec, ctx: Ph
           plan,
           network: (await h.confiner.networkOf(spec.deploymentId))?.path,
           diskLimitBytes: h.limits.buildDiskBytes,
+          cacheCapBytes: h.limits.buildCacheBytes,
           signal: ctx.signal,
           log,
         });

@@ -1,6 +1,7 @@
 // Why over 300 lines: the Runtime contract plus activation, whose steps read best in one place.
 import { mkdir, rm } from "node:fs/promises";
 import { type BuildRecord, readBuildRecord } from "../build/app-config.ts";
+import { removeBuiltImage, removeDeploymentImages } from "../build/build-stores.ts";
 import { DEFAULT_LIMITS, type LocalLimits } from "../build/limits.ts";
 import { EngineFinder } from "../engine/finder.ts";
 import {
@@ -370,7 +371,10 @@ export class LocalRuntime implements Runtime {
     const dir = this.layout.deploymentDir(deploymentId);
     await ProcessRecord.reap(this.layout.processRecord(deploymentId), this.stopGraceMs);
     const engine = await this.containers.usable();
-    if (engine !== undefined) await removeDeploymentContainers(engine, this.containers.owner, deploymentId);
+    if (engine !== undefined) {
+      await removeDeploymentContainers(engine, this.containers.owner, deploymentId);
+      await removeDeploymentImages(engine, this.layout.dataDir, deploymentId);
+    }
     await this.confiner.removeNetwork(deploymentId);
     await this.confiner.release(deploymentId);
     await rm(dir, { recursive: true, force: true });
@@ -383,18 +387,26 @@ export class LocalRuntime implements Runtime {
       this.o.logger.warn({ deploymentId, revisionId }, "not discarding the revision that is serving");
       return;
     }
-    const dir = this.layout.revisionDir(deploymentId, revisionId);
     const draining = state?.drained(revisionId);
     if (draining === undefined) {
-      await rm(dir, { recursive: true, force: true });
+      await this.removeRevision(deploymentId, revisionId);
       return;
     }
     // Still finishing requests from its files: they go once it has stopped, and nobody waits for that.
     void draining
-      .then(() => rm(dir, { recursive: true, force: true }))
+      .then(() => this.removeRevision(deploymentId, revisionId))
       .catch((err: unknown) =>
         this.o.logger.warn({ err, revisionId }, "removing a replaced revision failed"),
       );
+  }
+
+  /** A revision's files, and the image its Dockerfile build made (an image named by the user stays). */
+  private async removeRevision(deploymentId: string, revisionId: string): Promise<void> {
+    const record = await readBuildRecord(this.layout.buildRecord(deploymentId, revisionId));
+    const engine = record?.kind === "image" ? await this.containers.usable() : undefined;
+    if (record?.kind === "image" && engine !== undefined && record.ref !== undefined)
+      await removeBuiltImage(engine, record.ref);
+    await rm(this.layout.revisionDir(deploymentId, revisionId), { recursive: true, force: true });
   }
 
   async processes(deploymentId: string): Promise<ProcessInfo[]> {

@@ -1,9 +1,9 @@
-import { mkdir, rm, writeFile } from "node:fs/promises";
+import { mkdir, rm } from "node:fs/promises";
 import { join } from "node:path";
+import { runStepFlags } from "../build/dockerfile.ts";
 import type { LocalLimits } from "../build/limits.ts";
 import type { PackageIndexes } from "../build/plan/detection.ts";
 import { planBuild } from "../build/plan/plan.ts";
-import { resolveToolchainEnv } from "../build/plan/toolchain-env.ts";
 import { fetchSource } from "../build/source.ts";
 import type { Engine } from "../engine/engine.ts";
 import { EngineFinder } from "../engine/finder.ts";
@@ -11,12 +11,9 @@ import { BuildError, type PhaseContext, type PreparedSource, type RevisionSpec }
 import { abortError, describeExit, run } from "../shared/exec.ts";
 import { exists } from "../shared/files.ts";
 import { Layout } from "../shared/layout.ts";
-import { containerfile } from "./containerfile.ts";
+import { type BaseImages, writeImageRecipe } from "./image-recipe.ts";
 import { imageRepository, registryHost, repositoryPath } from "./image-ref.ts";
 import type { BuiltImage, ImageBuilder } from "./runtime.ts";
-
-/** What a plan's toolchain env names as `{path}` and `{home}` in an image (official images' PATH, root). */
-const IMAGE_ENV = { PATH: "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", HOME: "/root" };
 
 /** How a build logs in to push one repository; undefined: the registry takes pushes without a login. */
 export type RegistryLogin = (repository: {
@@ -36,7 +33,7 @@ export interface RegistryOptions {
 export interface PodmanBuilderOptions {
   dataDir: string;
   registry: RegistryOptions;
-  baseImage: string;
+  baseImages: BaseImages;
   /** The port the app listens on in its pod (PORT). */
   port: number;
   limits: LocalLimits;
@@ -49,7 +46,8 @@ const ULIMITS = ["--ulimit", "nofile=1024:1024", "--ulimit", "nproc=1024:1024"];
 
 /**
  * Builds revisions that are not images into one with `podman build` (each RUN step in its own
- * container: the build never runs on the host) and pushes it to SLIPWAY_REGISTRY_URL as
+ * container: the build never runs on the host), from the recipe their plan gives (image-recipe.ts:
+ * a generated Containerfile, or the source's own Dockerfile), and pushes it to SLIPWAY_REGISTRY_URL as
  * `<registry>/<workspace id>/<deployment name>:<revision id>`. Files live under
  * `<data dir>/builds/<deployment>/<revision>/` only while the revision builds.
  */
@@ -106,38 +104,28 @@ export class PodmanImageBuilder implements ImageBuilder {
         indexes: this.o.indexes,
         log,
       });
-      if (plan.kind !== "process") {
-        // A static site is served by the local runtime; a listener's image needs a server in it.
-        const message = `a ${plan.kind} build is not yet made into a listener's image; deploy it to the local runtime`;
-        log(`error: ${message}`);
-        throw new BuildError(message);
-      }
-      const file = join(dir, "Containerfile");
-      await writeFile(
-        file,
-        containerfile({
-          baseImage: this.o.baseImage,
-          steps: plan.steps,
-          extraLines: plan.dockerfileLines ?? [],
-          start: plan.start,
-          // The image's app is at /app (WORKDIR), built as root, with a Debian-style image's PATH.
-          env: { ...resolveToolchainEnv(plan.toolchainEnv, IMAGE_ENV, "/app"), ...plan.env },
-          port: this.o.port,
-          revisionId: spec.revisionId,
-        }),
-      );
-      log(`Slipway: building ${ref} from ${this.o.baseImage}.`);
+      const recipe = await writeImageRecipe({
+        plan,
+        dir,
+        bases: this.o.baseImages,
+        port: this.o.port,
+        revisionId: spec.revisionId,
+      });
+      log(`Slipway: building ${ref} from ${recipe.from}.`);
       if (credentials) await this.login(engine, ctx, credentials, authFile);
       await this.podman(engine, ctx, "build", [
         "build",
         ...ULIMITS,
+        // The install capabilities only, as for local Dockerfile builds (no namespace here: podman's network).
+        ...runStepFlags(undefined),
         ...this.tls(),
         ...auth,
+        ...recipe.buildArgs,
         "--file",
-        file,
+        recipe.file,
         "--tag",
         ref,
-        dir,
+        recipe.context,
       ]);
       await this.podman(engine, ctx, "push", ["push", ...this.tls(), ...auth, ref]);
       return { ref, healthPath: plan.healthcheck };

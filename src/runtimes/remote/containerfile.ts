@@ -8,18 +8,21 @@ export interface ContainerfileInput {
   steps: BuildStep[];
   /** The framework config's `dockerfile_lines`, written after the steps, before CMD. */
   extraLines?: string[];
-  start: string;
+  /** Files of the build context copied into the image beside the app: [from, to]. */
+  copies?: [string, string][];
+  /** A shell command (run through `sh -c`), or a command in the exec form. */
+  start: string | string[];
   /** The app config's `env`: baked into the image (secrets are not: the listener gives them). */
   env: Record<string, string>;
   port: number;
   revisionId: string;
 }
 
-/** A double-quoted ENV value: the parser unescapes `\\`, `"` and `$` there; a newline cannot be written. */
-function envValue(name: string, value: string): string {
+/** An ENV line, its value double-quoted: the parser unescapes `\\`, `"` and `$` there; a newline cannot be written. */
+export function envLine(name: string, value: string): string {
   if (/[\n\r]/.test(value))
     throw new BuildError(`app config env "${name}" holds a line break, which an image cannot carry`);
-  return `"${value.replace(/[\\"$]/g, (c) => `\\${c}`)}"`;
+  return `ENV ${name}="${value.replace(/[\\"$]/g, (c) => `\\${c}`)}"`;
 }
 
 /**
@@ -34,15 +37,16 @@ export function containerfile(o: ContainerfileInput): string {
     `FROM ${o.baseImage}`,
     "WORKDIR /app",
     "COPY app/ /app/",
+    ...(o.copies ?? []).map(([from, to]) => `COPY ${JSON.stringify([from, to])}`),
     `ENV PORT=${o.port}`,
   ];
-  for (const [name, value] of Object.entries(o.env)) lines.push(`ENV ${name}=${envValue(name, value)}`);
+  for (const [name, value] of Object.entries(o.env)) lines.push(envLine(name, value));
   for (const step of o.steps) lines.push(`RUN ${JSON.stringify(["sh", "-c", step.command])}`);
   lines.push(...(o.extraLines ?? []));
   lines.push(
     `LABEL dev.slipway.revision-id=${JSON.stringify(o.revisionId)}`,
     `EXPOSE ${o.port}`,
-    `CMD ${JSON.stringify(["sh", "-c", o.start])}`,
+    `CMD ${JSON.stringify(typeof o.start === "string" ? ["sh", "-c", o.start] : o.start)}`,
   );
   return `${lines.join("\n")}\n`;
 }
