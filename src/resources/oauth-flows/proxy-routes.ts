@@ -166,6 +166,8 @@ async function passThrough(app: App): Promise<void> {
     method: [...METHODS],
     url: "/v2/auth/proxy/:provider_id/*",
     bodyLimit: PROXY_BODY_LIMIT,
+    // A GET too acts at the provider with a user's token: the member role, as the JSON form.
+    config: { auth: { role: "member" } },
     schema: {
       tags,
       summary: "Pass a request through to a provider's API with a user's stored token",

@@ -345,6 +345,22 @@ forEachDatabase(
       assert.equal(s.api.calls.length, calls + RATE_LIMIT, "the limited call reached no provider");
     });
 
+    it("a viewer key makes no calls, in either form", async () => {
+      const pass = await ctx().app.inject({
+        method: "GET",
+        url: `/v2/auth/proxy/${SLUG}/echo?user_id=${USER}`,
+        headers: { "x-api-key": ctx().keys.viewer },
+      });
+      assert.equal(pass.statusCode, 403, pass.body);
+    });
+
+    authMatrix(suite, {
+      method: "GET",
+      url: () => `/v2/auth/proxy/${SLUG}/ok?user_id=${USER}`,
+      role: "member",
+      otherTenantUrl: () => "/v2/auth/proxy/not-this-orgs/ok",
+    });
+
     authMatrix(suite, {
       method: "POST",
       url: () => `/v2/auth/proxy/${SLUG}`,
