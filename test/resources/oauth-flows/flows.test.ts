@@ -502,6 +502,15 @@ forEachDatabase(
       assert.equal(res.statusCode, 502, res.body);
       assert.match(res.body, /could not be reached/);
       assert.equal((await tokensOf("user-11")).length, 1);
+      const [kept] = (await tokensOf("user-11", "&include_status=true")) as {
+        status?: string;
+        last_error?: string | null;
+        last_error_at?: string | null;
+        last_refreshed_at?: string | null;
+      }[];
+      assert.equal(kept?.status, "ok", "not broken: the provider was only out of reach");
+      assert.match(kept?.last_error ?? "", /could not be reached/);
+      assert.ok(kept?.last_error_at);
       assert.equal(
         (await send(ctx, "PATCH", "/v2/auth/providers/basic-pkce", { token_url: tokenUrl })).statusCode,
         200,
@@ -510,6 +519,10 @@ forEachDatabase(
       assert.equal(renewed.status, "completed");
       assert.equal(renewed.token_id, done.token_id);
       secrets.push(renewed.token ?? "");
+      const [after] = (await tokensOf("user-11", "&include_status=true")) as {
+        last_refreshed_at?: string | null;
+      }[];
+      assert.ok(after?.last_refreshed_at, "the refresh is recorded");
     });
 
     it("authenticate: validation", async () => {
