@@ -1,4 +1,5 @@
-import { chmodSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { chmodSync, existsSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { workspaceStorage } from "../../src/runtimes/build/build-stores.ts";
 import { type Engine, execEngine } from "../../src/runtimes/engine/engine.ts";
@@ -51,10 +52,23 @@ export async function seedWorkspaceStore(
   );
 }
 
-/** Empties and unmounts the workspaces' stores (podman leaves their overlay mounted). */
+/**
+ * Empties and removes the workspaces' stores. Never `podman system reset`: even with --root it
+ * removes every podman network on the machine, other suites' deployment networks included.
+ */
 export async function resetWorkspaceStores(engine: Engine, dataDir: string, workspaces: string[]) {
   for (const workspace of workspaces) {
     const s = workspaceStorage(dataDir, workspace);
-    await execEngine(engine, ["--root", s.root, "--runroot", s.runroot, "system", "reset", "--force"]);
+    if (!existsSync(s.root)) continue;
+    await execEngine(engine, ["--root", s.root, "--runroot", s.runroot, "rmi", "--all", "--force"]);
+    // The overlay driver leaves its home bind-mounted onto itself after podman exits.
+    const mounts = readFileSync("/proc/self/mountinfo", "utf8")
+      .split("\n")
+      .map((l) => l.split(" ")[4] ?? "")
+      .filter((m) => m === s.root || m.startsWith(`${s.root}/`))
+      .reverse();
+    for (const m of mounts) spawnSync("umount", ["--lazy", m]);
+    rmSync(s.root, { recursive: true, force: true });
+    rmSync(s.runroot, { recursive: true, force: true });
   }
 }

@@ -42,6 +42,8 @@ export type BuildRecord =
       /** The deployment's `image_version` once this revision is deployed. */
       imageVersion?: string | null;
       healthcheck: string;
+      /** A Dockerfile source's app config `healthcheck_timeout_s`. */
+      healthTimeoutS?: number;
       env: Record<string, string>;
     };
 
@@ -245,6 +247,7 @@ export async function readBuildRecord(path: string): Promise<BuildRecord | undef
       ref: typeof parsed.ref === "string" ? parsed.ref : undefined,
       imageVersion: typeof parsed.imageVersion === "string" ? parsed.imageVersion : null,
       healthcheck: parsed.healthcheck,
+      ...(typeof parsed.healthTimeoutS === "number" ? { healthTimeoutS: parsed.healthTimeoutS } : {}),
       env: strings,
     };
   }

@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { readFile, rm, writeFile } from "node:fs/promises";
+import { readFile, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Engine } from "../engine/engine.ts";
@@ -117,11 +117,4 @@ export async function capStore(
     `slipway: the workspace's image cache is over SLIPWAY_BUILD_CACHE_MB (${Math.round(capBytes / 1048576)} MB): pruning it`,
   );
   await quiet(engine, [...storeFlags(store), "image", "prune", "--all", "--force"]);
-}
-
-/** Removes a store's files after podman has let go of them (its overlay mount included). */
-export async function resetStore(engine: Engine, store: BuildStore): Promise<void> {
-  await quiet(engine, [...storeFlags(store), "system", "reset", "--force"]);
-  await rm(store.root, { recursive: true, force: true });
-  await rm(store.runroot, { recursive: true, force: true });
 }

@@ -185,6 +185,7 @@ export async function buildFromDockerfile(b: DockerfileBuild): Promise<BuildReco
     ref,
     imageVersion: version,
     healthcheck: b.plan.healthcheck,
+    ...(b.plan.healthTimeoutS === undefined ? {} : { healthTimeoutS: b.plan.healthTimeoutS }),
     env: b.plan.env,
   };
 }

@@ -3,6 +3,7 @@ import type { LocalLimits } from "../build/limits.ts";
 import type { PackageIndexes } from "../build/plan/detection.ts";
 import type { EngineChoice } from "../engine/finder.ts";
 import type { ContainerNetwork } from "./containers/container.ts";
+import type { CustomHosts } from "./routing/router.ts";
 import type { EgressPolicy, ProtectionOptions } from "./sandbox/confine.ts";
 
 /** How `slipway serve` (reconciler/start.ts) and the tests configure the local runtime; defaults in runtime.ts. */
@@ -18,6 +19,8 @@ export interface LocalRuntimeOptions {
   /** Port of the apps listener; 0 picks a free one (see `appsPort` after `start`). */
   appsPort: number;
   appsDomain: string;
+  /** Hosts outside the apps domain and the deployment each serves (verified custom domains). */
+  customHosts?: CustomHosts;
   appsHost: string;
   /** How long every process of a revision has to answer its health check. */
   healthTimeoutMs: number;

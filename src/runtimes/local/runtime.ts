@@ -84,7 +84,7 @@ export class LocalRuntime implements Runtime {
       },
       o.egress,
     );
-    this.router = new AppsRouter(o.appsDomain);
+    this.router = new AppsRouter(o.appsDomain, o.customHosts);
     this.stopGraceMs = o.stopGraceMs ?? 5000;
     this.drainTimeoutMs = o.drainTimeoutMs ?? 30_000;
     this.restartBackoffMs = o.restartBackoffMs ?? 1000;
@@ -345,7 +345,7 @@ export class LocalRuntime implements Runtime {
 
   /** The app config's `healthcheck_timeout_s`, bounded by the server's maximum; else the server's timeout. */
   private healthTimeoutOf(built: BuildRecord, log: (line: string) => void): number {
-    if (built.kind !== "process" || built.healthTimeoutS === undefined) return this.o.healthTimeoutMs;
+    if (built.kind === "static" || built.healthTimeoutS === undefined) return this.o.healthTimeoutMs;
     const asked = built.healthTimeoutS * 1000;
     if (asked <= this.healthTimeoutMaxMs) return asked;
     log(

@@ -65,6 +65,7 @@ describe("local runtime: a source's own Dockerfile", () => {
     const config = {
       build_args: { GREETING: "from-build-args" },
       dockerfile_lines: ['LABEL org.opencontainers.image.version="9.9.9"'],
+      healthcheck_timeout_s: 45,
     };
     const secret = `s3cret-${Date.now()}`;
     const s1 = spec(
@@ -91,6 +92,7 @@ describe("local runtime: a source's own Dockerfile", () => {
     );
     assert.equal(record.kind, "image");
     assert.equal(record.imageVersion, "9.9.9", "dockerfile_lines were appended");
+    assert.equal(record.healthTimeoutS, 45, "the app config's health timeout is kept for activation");
     assert.equal(await rt.isBuilt(s1), true);
     assert.ok(engine);
     const inspect = await execEngine(engine, ["image", "inspect", record.image]);

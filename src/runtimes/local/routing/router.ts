@@ -28,6 +28,11 @@ const HOP_BY_HOP = new Set([
   "expect",
 ]);
 
+/** Which deployment (by name) a host outside the apps domain is served by, if any. */
+export interface CustomHosts {
+  nameOf(hostname: string): string | undefined;
+}
+
 /** Why a request is not proxied: the status and sentence to answer with. */
 interface Refusal {
   status: number;
@@ -112,7 +117,14 @@ export class AppsRouter {
   private readonly tunnels = new Set<Duplex>();
   private listening: Promise<number> | undefined;
 
-  constructor(private readonly domain: string) {
+  /**
+   * `customHosts` names the deployment a host outside the apps domain belongs to (a verified
+   * custom domain), synchronously: it is asked once per request, so it answers from memory.
+   */
+  constructor(
+    private readonly domain: string,
+    private readonly customHosts?: CustomHosts,
+  ) {
     this.server = createServer((req, res) => this.handle(req, res));
     this.server.on("upgrade", (req, socket, head) => this.tunnel(req, socket, head));
   }
@@ -154,7 +166,7 @@ export class AppsRouter {
     if (host === undefined || host.startsWith("[")) return undefined;
     const hostname = (host.split(":")[0] ?? "").toLowerCase().replace(/\.$/, "");
     const suffix = `.${this.domain.toLowerCase()}`;
-    if (!hostname.endsWith(suffix)) return undefined;
+    if (!hostname.endsWith(suffix)) return this.customHosts?.nameOf(hostname);
     const name = hostname.slice(0, -suffix.length);
     return name !== "" && !name.includes(".") ? name : undefined;
   }
