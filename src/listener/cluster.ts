@@ -2,12 +2,18 @@
 // object first), listing and deleting what this listener labelled, and watching its Deployments.
 import {
   ApiException,
+  type Informer,
   type KubeConfig,
+  type KubernetesListObject,
   type KubernetesObject,
   KubernetesObjectApi,
+  makeInformer,
+  type ObjectCache,
   PatchStrategy,
-  Watch,
 } from "@kubernetes/client-node";
+
+export type ObjectCacheOf = Informer<KubernetesObject> & ObjectCache<KubernetesObject>;
+
 import { LABEL_LISTENER, MANAGED_BY } from "./manifests/common.ts";
 import type { K8sObject } from "./manifests/types.ts";
 
@@ -278,18 +284,21 @@ export class Cluster {
     }
   }
 
-  /** Watches this listener's Deployments in `namespace`; `onEnd` is called when the stream ends. */
-  async watchDeployments(
-    namespace: string,
-    listenerId: string,
-    onChange: () => void,
-    onEnd: (err: unknown) => void,
-  ): Promise<AbortController> {
-    return new Watch(this.kc).watch(
-      `/apis/apps/v1/namespaces/${encodeURIComponent(namespace)}/deployments`,
-      { labelSelector: managedSelector(listenerId), allowWatchBookmarks: true },
-      () => onChange(),
-      onEnd,
-    );
+  /**
+   * A cache of this listener's Deployments or Pods in `namespace`: listed once, then kept by a watch
+   * from that list's resourceVersion (client-node's informer), so judging rollouts costs no request.
+   */
+  cache(kind: "Deployment" | "Pod", namespace: string, listenerId: string): ObjectCacheOf {
+    const ns = encodeURIComponent(namespace);
+    const apiVersion = kind === "Deployment" ? "apps/v1" : "v1";
+    const path =
+      kind === "Deployment" ? `/apis/apps/v1/namespaces/${ns}/deployments` : `/api/v1/namespaces/${ns}/pods`;
+    const selector = managedSelector(listenerId);
+    const list = () =>
+      withTimeout(
+        `list ${kind} in ${namespace}`,
+        this.api.list(apiVersion, kind, namespace, undefined, undefined, undefined, undefined, selector),
+      ) as Promise<KubernetesListObject<KubernetesObject>>;
+    return makeInformer(this.kc, path, list, selector);
   }
 }

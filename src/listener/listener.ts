@@ -16,6 +16,7 @@ import type { K8sObject, ManifestOptions } from "./manifests/types.ts";
 import { PasswordKeeper } from "./passwords.ts";
 import { prune } from "./prune.ts";
 import { revisionState } from "./rollout.ts";
+import { Watches } from "./watches.ts";
 
 export interface ListenerOptions {
   controlPlane: ControlPlaneOptions;
@@ -53,6 +54,8 @@ export class Listener {
   private lastLoop = Date.now();
   /** Namespaces the last prune could not look at, with why. */
   private pruneFailures: { namespace: string; reason: string }[] = [];
+  /** What the last prune that reached every namespace kept (namespaces and object keys). */
+  private prunedFor: string | undefined;
   private readonly abort = new AbortController();
   private version = 0;
   private desired: DesiredDeployment[] = [];
@@ -60,8 +63,7 @@ export class Listener {
   /** Last state sent per revision ("state\0reason"), so only changes are posted. */
   private readonly reported = new Map<string, string>();
   private readonly failedApply = new Map<string, string>();
-  private readonly watches = new Map<string, AbortController>();
-  private readonly watchDelay = new Map<string, number>();
+  private readonly watches: Watches;
   private readonly passwords: PasswordKeeper;
   private lastContact = 0;
   private reconcileNeeded = false;
@@ -78,6 +80,7 @@ export class Listener {
     this.cluster = new Cluster(kc);
     this.applier = new Applier(this.cluster);
     this.passwords = new PasswordKeeper(this.cluster);
+    this.watches = new Watches(this.cluster, o.controlPlane.listenerId, () => void this.evaluate(), o.log);
     this.namespaces = new Set(o.namespaces);
   }
 
@@ -135,8 +138,7 @@ export class Listener {
     this.abort.abort();
     this.health?.close();
     for (const t of this.timers) clearInterval(t);
-    for (const w of this.watches.values()) w.abort();
-    this.watches.clear();
+    this.watches.stop();
   }
 
   private async reconcile(state: DesiredState): Promise<void> {
@@ -171,45 +173,18 @@ export class Listener {
     }
     this.version = state.version;
     this.desired = deployments;
-    const pruned = await prune(this.cluster, this.namespaces, options.listenerId, keep, this.o.log);
-    for (const key of pruned.deleted) this.applier.forget(key);
-    this.pruneFailures = pruned.failed;
-    for (const ns of this.namespaces) this.ensureWatch(ns);
+    // The same objects wanted in the same namespaces as at the last clean prune: nothing to prune.
+    const wanted = `${[...this.namespaces].sort().join(",")}\0${[...keep.keys()].sort().join(",")}`;
+    if (wanted !== this.prunedFor) {
+      const pruned = await prune(this.cluster, this.namespaces, options.listenerId, keep, this.o.log);
+      for (const key of pruned.deleted) this.applier.forget(key);
+      this.pruneFailures = pruned.failed;
+      this.prunedFor = pruned.failed.length === 0 ? wanted : undefined;
+    }
+    for (const ns of this.namespaces) this.watches.ensure(ns);
     const live = new Set(deployments.map((d) => d.revision_id));
     for (const id of this.reported.keys()) if (!live.has(id)) this.reported.delete(id);
     await this.evaluate();
-  }
-
-  private ensureWatch(namespace: string): void {
-    if (this.watches.has(namespace) || this.abort.signal.aborted) return;
-    const restart = (err: unknown) => {
-      this.watches.delete(namespace);
-      if (this.abort.signal.aborted) return;
-      if (err)
-        this.o.log(
-          `listener: watch of ${namespace} ended: ${err instanceof Error ? err.message : String(err)}`,
-        );
-      // Doubling up to a minute: a namespace it may not watch (403) costs little.
-      const delay = Math.min((this.watchDelay.get(namespace) ?? 500) * 2, 60_000);
-      this.watchDelay.set(namespace, delay);
-      setTimeout(() => this.ensureWatch(namespace), delay).unref();
-    };
-    const placeholder = new AbortController();
-    this.watches.set(namespace, placeholder);
-    this.cluster
-      .watchDeployments(
-        namespace,
-        this.o.controlPlane.listenerId,
-        () => {
-          this.watchDelay.delete(namespace);
-          void this.evaluate();
-        },
-        restart,
-      )
-      .then((controller) => {
-        if (this.abort.signal.aborted) controller.abort();
-        else this.watches.set(namespace, controller);
-      }, restart);
   }
 
   /** Judges every desired revision from its Deployments and pods; posts what changed. */
@@ -245,7 +220,9 @@ export class Listener {
         const workloads = [n.base, ...(partsOf(d).queue ? [n.queue] : [])];
         const deployments = [];
         for (const name of workloads) {
-          const obj = await this.cluster.read("apps/v1", "Deployment", d.namespace, name);
+          const cached = this.watches.deployment(d.namespace, name);
+          const obj =
+            cached === null ? await this.cluster.read("apps/v1", "Deployment", d.namespace, name) : cached;
           // A Deployment still on another revision's template has not taken this one yet.
           if (
             obj &&
@@ -256,10 +233,18 @@ export class Listener {
           }
         }
         // The app's own pods only: a database or cache pod never fails an app revision.
-        const pods = await this.cluster.pods(
-          d.namespace,
-          `${LABEL_INSTANCE}=${n.base},${LABEL_REVISION}=${d.revision_id},${LABEL_COMPONENT} in (api,queue)`,
-        );
+        const pods =
+          this.watches.pods(
+            d.namespace,
+            (l) =>
+              l[LABEL_INSTANCE] === n.base &&
+              l[LABEL_REVISION] === d.revision_id &&
+              (l[LABEL_COMPONENT] === "api" || l[LABEL_COMPONENT] === "queue"),
+          ) ??
+          (await this.cluster.pods(
+            d.namespace,
+            `${LABEL_INSTANCE}=${n.base},${LABEL_REVISION}=${d.revision_id},${LABEL_COMPONENT} in (api,queue)`,
+          ));
         report =
           deployments.length === workloads.length
             ? revisionState(d.revision_id, deployments, pods)

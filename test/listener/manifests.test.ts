@@ -45,6 +45,8 @@ describe("manifests of a deployment", () => {
     ]);
     for (const o of objects) {
       assert.equal(o.metadata.namespace, "team-a");
+      // Only the app's workload carries the revision: a new revision re-applies it alone.
+      const revision = o.kind === "Deployment" ? "9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d" : undefined;
       assert.deepEqual(
         { ...o.metadata.labels, "app.kubernetes.io/component": undefined },
         {
@@ -53,11 +55,20 @@ describe("manifests of a deployment", () => {
           "app.kubernetes.io/managed-by": "slipway",
           "app.kubernetes.io/component": undefined,
           "slipway.dev/deployment-id": "5f1e2d3c-4b5a-4978-8695-a4b3c2d1e0f9",
-          "slipway.dev/revision-id": "9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d",
+          ...(revision ? { "slipway.dev/revision-id": revision } : {}),
           "slipway.dev/listener-id": LISTENER_ID,
         },
       );
     }
+    const next = manifestsFor(
+      desired({ revision_id: "0f0e0d0c-0b0a-4908-8706-050403020100" }),
+      manifestOptions(),
+    );
+    assert.deepEqual(
+      next.filter((o, i) => JSON.stringify(o) !== JSON.stringify(objects[i])).map((o) => o.kind),
+      ["Deployment"],
+      "a new revision of the same spec and env changes its Deployment alone",
+    );
     const secret = find(objects, "Secret", "shop-5f1e2d3c-env");
     assert.equal(Buffer.from(String(at(secret, "data.GREETING")), "base64").toString(), "hello");
     const dep = find(objects, "Deployment", "shop-5f1e2d3c");

@@ -49,12 +49,10 @@ export const hostValue = (host: string) =>
     .map((p) => p.slice(0, 63).replace(/^-+|-+$/g, ""))
     .join(".");
 
-/** Parts that outlive revisions: their objects and pod templates never carry the revision id. */
-export const revisionFree = (component?: Component) => component === "database" || component === "cache";
-
 /**
  * The labels every object of a deployment carries; `component` marks which part it belongs to.
- * The database's and cache's carry no revision id: a new app revision must not roll them.
+ * No revision id: only the app's workloads carry it (`workloadLabels`), so a new revision changes
+ * those alone (the database and cache are never rolled by it, and the rest is not re-applied).
  */
 export function labelsFor(
   d: DesiredDeployment,
@@ -67,10 +65,18 @@ export function labelsFor(
     "app.kubernetes.io/managed-by": MANAGED_BY,
     ...(component ? { [LABEL_COMPONENT]: component } : {}),
     [LABEL_DEPLOYMENT]: d.deployment_id,
-    ...(revisionFree(component) ? {} : { [LABEL_REVISION]: d.revision_id }),
     [LABEL_LISTENER]: listenerId,
     ...(d.workspace_id ? { [LABEL_WORKSPACE]: d.workspace_id } : {}),
   };
+}
+
+/** An app workload's labels (API or queue Deployment and its pods): also the revision it runs. */
+export function workloadLabels(
+  d: DesiredDeployment,
+  listenerId: string,
+  component: "api" | "queue",
+): Record<string, string> {
+  return { ...labelsFor(d, listenerId, component), [LABEL_REVISION]: d.revision_id };
 }
 
 /** What a workload's selector matches: stable across revisions (a selector cannot change). */

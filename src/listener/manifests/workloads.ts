@@ -1,6 +1,13 @@
 import type { EffectiveSpec } from "../../core/spec/effective.ts";
 import type { DesiredDeployment } from "../../protocol/listener.ts";
-import { type Component, LABEL_REVISION, labelsFor, metadata, replicasOf, selectorFor } from "./common.ts";
+import {
+  type Component,
+  LABEL_REVISION,
+  metadata,
+  replicasOf,
+  selectorFor,
+  workloadLabels,
+} from "./common.ts";
 import { appContainer, podSpec } from "./pod.ts";
 import type { K8sObject, PodSecurity } from "./types.ts";
 
@@ -37,7 +44,7 @@ function appDeployment(w: WorkloadInput): K8sObject {
   const api = w.component === "api";
   const scale = scaleOf(w);
   const userLabels = effective.fields.labels ?? {};
-  const podLabels = { ...userLabels, ...labelsFor(d, listenerId, w.component) };
+  const podLabels = { ...userLabels, ...workloadLabels(d, listenerId, w.component) };
   const annotations = effective.fields.annotations ?? {};
   const container = appContainer(d, effective, {
     name: api ? "app" : "worker",
@@ -47,7 +54,7 @@ function appDeployment(w: WorkloadInput): K8sObject {
     http: api,
   });
   const meta = metadata(d, listenerId, w.name, w.component);
-  meta.labels = { ...userLabels, ...meta.labels };
+  meta.labels = { ...userLabels, ...workloadLabels(d, listenerId, w.component) };
   const spec: Obj = {
     selector: { matchLabels: selectorFor(d, w.component) },
     revisionHistoryLimit: 5,

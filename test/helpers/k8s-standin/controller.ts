@@ -41,6 +41,7 @@ export class PodController {
   ) {}
 
   start(intervalMs = 100): void {
+    this.stop();
     this.timer = setInterval(() => this.tick(), intervalMs);
   }
 
