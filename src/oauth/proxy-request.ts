@@ -67,7 +67,14 @@ function once(
   if (isIP(target.host) === 0) options.servername = target.host;
   const send = url.protocol === "https:" ? httpsRequest : httpRequest;
   return new Promise<IncomingMessage>((resolve, reject) => {
-    const r = send(options, resolve);
+    let r: ReturnType<typeof send>;
+    try {
+      r = send(options, resolve);
+    } catch {
+      // Node refuses a header it cannot send (a control character in a value).
+      reject(new FetchFailed(shown, "a header of the call cannot be sent"));
+      return;
+    }
     r.setTimeout(req.idleMs ?? 60_000, () => r.destroy(new Error("timed out")));
     r.on("error", (err: NodeJS.ErrnoException) => {
       const reason =

@@ -34,7 +34,9 @@ const ProxyBody = Type.Object({
   headers: Type.Optional(
     Type.Record(
       Type.String({ pattern: "^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,128}$" }),
-      Type.String({ maxLength: 8192 }),
+      // What HTTP can carry in a value: no control characters but tab (a CR LF would end the
+      // header and begin another), nothing past Latin-1.
+      Type.String({ maxLength: 8192, pattern: "^[\\t\\x20-\\x7e\\x80-\\xff]*$" }),
       {
         description:
           "Headers of the call; X-Api-Key, Authorization, X-Tenant-Id, Cookie and hop-by-hop headers are dropped.",

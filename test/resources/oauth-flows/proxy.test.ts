@@ -294,6 +294,20 @@ forEachDatabase(
       assert.equal(s.api.calls.length, calls);
     });
 
+    it("a header value that would split the request (CR LF) is 422", async () => {
+      const res = await proxy({
+        method: "GET",
+        path: "/echo",
+        headers: { "X-Evil": "a\r\nHost: evil.example" },
+      });
+      assert.equal(res.statusCode, 422, res.body);
+      assert.deepEqual(detailLocs(res), ["body.headers.X-Evil"]);
+      const wide = await proxy({ method: "GET", path: "/echo", headers: { "X-Price": "10 €" } });
+      assert.equal(wide.statusCode, 422, "not a header value HTTP carries");
+      const ok = await proxy({ method: "GET", path: "/echo", headers: { "X-Tab": "a\tb" } });
+      assert.equal(ok.statusCode, 200, ok.body);
+    });
+
     it("a body over the limit is 413, in both forms", async () => {
       const big = "x".repeat(6 * 1024 * 1024);
       const json = await proxy({ method: "POST", path: "/echo", body: big });
