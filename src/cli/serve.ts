@@ -128,6 +128,17 @@ export async function rotate(args: string[]): Promise<void> {
 
 /** `slipway listener`: the Kubernetes listener, until SIGTERM or SIGINT. */
 export async function listener(args: string[]): Promise<void> {
+  if (args[0] === "render") {
+    // `slipway listener render`: the objects of a desired state, printed (no cluster, no control plane).
+    const { readFileSync } = await import("node:fs");
+    const { renderCommand } = await import("../listener/render.ts");
+    renderCommand(
+      args.slice(1),
+      () => readFileSync(0, "utf8"),
+      (text) => process.stdout.write(text),
+    );
+    return;
+  }
   const { Listener } = await import("../listener/listener.ts");
   const { LISTENER_USAGE, parseListenerArgs } = await import("../listener/options.ts");
   if (wantsHelp(args)) {

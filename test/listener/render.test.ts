@@ -11,6 +11,7 @@ import { manifestsFor } from "../../src/listener/manifests/index.ts";
 import { parseListenerArgs } from "../../src/listener/options.ts";
 import { PASSWORD_PLACEHOLDER, renderCommand, renderObjects } from "../../src/listener/render.ts";
 import type { DesiredState } from "../../src/protocol/listener.ts";
+import { runCli } from "../helpers/cli.ts";
 import { validateManifest } from "../helpers/k8s-models.ts";
 import { desired, LISTENER_ID, manifestOptions } from "../helpers/listener-fixtures.ts";
 
@@ -95,6 +96,28 @@ describe("slipway listener render", () => {
     );
     assert.throws(() => run(["--desired", "-", "--url", "x"], JSON.stringify(STATE)), /unknown option --url/);
     assert.throws(() => renderObjects({ ...STATE, deployments: [{ name: 1 }] }, []), /deployments/);
+  });
+});
+
+describe("the slipway command", () => {
+  it("`slipway listener render --desired FILE` prints them; a bad file is a configuration error", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "slipway-render-cli-"));
+    try {
+      const file = join(dir, "desired.json");
+      writeFileSync(file, JSON.stringify(STATE));
+      const ok = await runCli(["listener", "render", "--desired", file, "--output", "json"], {});
+      assert.equal(ok.code, 0, ok.stderr);
+      const list = JSON.parse(ok.stdout);
+      assert.equal(list.kind, "List");
+      assert.ok(list.items.some((o: { kind: string }) => o.kind === "StatefulSet"));
+      writeFileSync(file, "{}");
+      const bad = await runCli(["listener", "render", "--desired", file], {});
+      assert.notEqual(bad.code, 0);
+      assert.match(bad.stderr, /desired state/);
+      assert.equal(bad.stdout, "");
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
 
