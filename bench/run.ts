@@ -15,7 +15,7 @@ import { combine, type LoadResult, load } from "./load.ts";
  * on PostgreSQL with 10k deployments; on PostgreSQL also against the same list and get statements
  * behind bare routes (the database read's own ceiling); then start-up and idle memory, the time from
  * PATCH to DEPLOYED for a minimal app, cold and warm builds (warm-build.ts), and the cold start of
- * a min_scale 0 app (scaled to zero → first byte). `--scale` and `--side-by-side <checkout>` run the benches of scale.ts and
+ * a min_scale 0 app (scaled to zero → first byte), and the apps edge beside nginx (edge.ts). `--scale` and `--side-by-side <checkout>` run the benches of scale.ts and
  * side-by-side.ts instead.
  */
 if (process.argv.includes("--scale")) {
@@ -234,4 +234,11 @@ if (process.env.BENCH_SKIP_COLD_START !== "1") {
     `\nCold start (min_scale 0, scaled to zero → first byte, local runtime, PGlite): ` +
       `median ${cold.median} ms (runs: ${cold.runs.join(", ")} ms)`,
   );
+}
+
+if (process.env.BENCH_SKIP_EDGE !== "1") {
+  // The apps edge beside nginx in front of the same app (edge.ts).
+  const { edgeVsNginx, edgeLines } = await import("./edge.ts");
+  const rounds = Number(process.env.BENCH_EDGE_ROUNDS ?? 3);
+  console.log(`\n${edgeLines(await edgeVsNginx(Number(process.env.BENCH_EDGE_SECONDS ?? 5), rounds))}`);
 }
