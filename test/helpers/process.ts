@@ -17,10 +17,14 @@ export interface SlipwayProcess {
   stop(): Promise<number | null>;
 }
 
-/** Runs the real `slipway` CLI (what `npm start` runs) as a child process. */
-export function runSlipway(args: string[], env: Record<string, string>): SlipwayProcess {
-  const proc = spawn(process.execPath, ["--import", "tsx", CLI, ...args], {
-    cwd: REPO_ROOT,
+/**
+ * Runs the real `slipway` CLI (what `npm start` runs) as a child process; `root` is another tree's
+ * (an earlier release's, test/db/upgrade.test.ts) when given.
+ */
+export function runSlipway(args: string[], env: Record<string, string>, root?: string): SlipwayProcess {
+  const cli = root === undefined ? CLI : join(root, "src", "cli", "main.ts");
+  const proc = spawn(process.execPath, ["--import", "tsx", cli, ...args], {
+    cwd: root ?? REPO_ROOT,
     env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/tmp", LOG_LEVEL: "warn", ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
