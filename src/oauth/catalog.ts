@@ -70,6 +70,21 @@ export const TemplateQuirks = Type.Object(
       ...Header,
       description: "The header the proxy sends the token in, bare, instead of Authorization: Bearer.",
     }),
+    scope_aliases: Type.Optional(
+      Type.Record(
+        Type.String({ minLength: 1, maxLength: 200 }),
+        Type.String({ minLength: 1, maxLength: 200 }),
+        {
+          description:
+            "Scopes the token response names otherwise (Google's email is its userinfo.email URL).",
+        },
+      ),
+    ),
+    unechoed_scopes: Type.Optional(
+      Type.Array(Type.String({ minLength: 1, maxLength: 200 }), {
+        description: "Scopes granted without being named in the token response (Microsoft's offline_access).",
+      }),
+    ),
     refresh_url: Type.Optional({
       ...TemplateUrl,
       description:

@@ -77,3 +77,25 @@ export function quirkyFetch(fetch: SafeFetch, quirks: TemplateQuirks | null): Sa
     return new Response(JSON.stringify(body), { status, headers });
   };
 }
+
+/**
+ * The scopes a token holds: what the token response granted, or, when it names none, what was
+ * asked for. A template's provider may name a granted scope otherwise (`scope_aliases`) or not at
+ * all (`unechoed_scopes`); those asked for are counted as granted, so the next request for the
+ * same scopes finds the token instead of starting a flow.
+ */
+export function grantedScopes(
+  requested: string[],
+  granted: string[] | null,
+  quirks: TemplateQuirks | null | undefined,
+): string[] {
+  if (granted === null) return requested;
+  if (!quirks) return granted;
+  const out = new Set(granted);
+  for (const scope of requested) {
+    if (quirks.unechoed_scopes?.includes(scope)) out.add(scope);
+    const alias = quirks.scope_aliases?.[scope];
+    if (alias !== undefined && out.has(alias)) out.add(scope);
+  }
+  return [...out];
+}

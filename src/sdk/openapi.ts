@@ -5117,6 +5117,10 @@ export interface paths {
                                 notes: string[];
                                 /** @description Where refresh tokens are used, when not at the token URL (Figma's); only with the template's token URL. */
                                 refresh_url?: string;
+                                /** @description Scopes the token response names otherwise (Google's email is its userinfo.email URL). */
+                                scope_aliases?: {
+                                    [key: string]: string;
+                                };
                                 /** @description The authorization parameter scopes go in (Slack's user_scope for user tokens). */
                                 scope_param?: "scope" | "user_scope";
                                 scope_separator?: " " | ",";
@@ -5124,6 +5128,8 @@ export interface paths {
                                 token_header?: string;
                                 /** @description The member of the token response the token is nested in (Slack's authed_user). */
                                 token_path?: string;
+                                /** @description Scopes granted without being named in the token response (Microsoft's offline_access). */
+                                unechoed_scopes?: string[];
                             };
                             token_endpoint_auth_method: "client_secret_post" | "client_secret_basic" | "none";
                             token_url: string;
@@ -5303,6 +5309,10 @@ export interface paths {
                                 notes: string[];
                                 /** @description Where refresh tokens are used, when not at the token URL (Figma's); only with the template's token URL. */
                                 refresh_url?: string;
+                                /** @description Scopes the token response names otherwise (Google's email is its userinfo.email URL). */
+                                scope_aliases?: {
+                                    [key: string]: string;
+                                };
                                 /** @description The authorization parameter scopes go in (Slack's user_scope for user tokens). */
                                 scope_param?: "scope" | "user_scope";
                                 scope_separator?: " " | ",";
@@ -5310,6 +5320,8 @@ export interface paths {
                                 token_header?: string;
                                 /** @description The member of the token response the token is nested in (Slack's authed_user). */
                                 token_path?: string;
+                                /** @description Scopes granted without being named in the token response (Microsoft's offline_access). */
+                                unechoed_scopes?: string[];
                             };
                             token_endpoint_auth_method: "client_secret_post" | "client_secret_basic" | "none";
                             token_url: string;
@@ -11479,6 +11491,522 @@ export interface paths {
                 };
             };
         };
+        trace?: never;
+    };
+    "/v2/deployments/{deployment_id}/domains": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List a deployment's custom domains */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    deployment_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            certificate: {
+                                expires_at: string | null;
+                                reason: string | null;
+                                /** @enum {string} */
+                                status: "none" | "pending" | "issued" | "failed";
+                            };
+                            hostname: string;
+                            /** Format: uuid */
+                            id: string;
+                            verification: {
+                                reason: string | null;
+                                record_name: string;
+                                /** @enum {string} */
+                                status: "pending" | "verified";
+                                token: string;
+                            };
+                        }[];
+                    };
+                };
+                /** @description Missing, unknown or revoked API key. */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description The key's role, workspace binding or X-Tenant-Id does not allow this. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description Not found (also for another tenant's resources). */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description The headers or the body did not arrive in time (SLIPWAY_HEADERS_TIMEOUT_MS, SLIPWAY_REQUEST_TIMEOUT_MS); the connection is closed. */
+                408: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description The request does not satisfy the schema or a field rule; `detail` lists each field. Also: a NUL byte or invalid Unicode in any string, JSON nested over 32 levels, numbers beyond ±2^53, numeric query parameters not in plain decimal digits or beyond their range, array-form parameters (`limit[]`). */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description Too many requests for this API key, or too many failed authentications (401) from this client address; retry after Retry-After seconds. */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description A fault on the server; the body never carries internals. */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        /** Add a custom domain to a deployment */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    deployment_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        hostname: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            certificate: {
+                                expires_at: string | null;
+                                reason: string | null;
+                                /** @enum {string} */
+                                status: "none" | "pending" | "issued" | "failed";
+                            };
+                            hostname: string;
+                            /** Format: uuid */
+                            id: string;
+                            verification: {
+                                reason: string | null;
+                                record_name: string;
+                                /** @enum {string} */
+                                status: "pending" | "verified";
+                                token: string;
+                            };
+                        };
+                    };
+                };
+                /** @description Missing, unknown or revoked API key. */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description The key's role, workspace binding or X-Tenant-Id does not allow this. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description Not found (also for another tenant's resources). */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description The headers or the body did not arrive in time (SLIPWAY_HEADERS_TIMEOUT_MS, SLIPWAY_REQUEST_TIMEOUT_MS); the connection is closed. */
+                408: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description The hostname is claimed already, or is under the apps domain. */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description Request body over the limit. */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description Content-Type is not application/json. */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description The request does not satisfy the schema or a field rule; `detail` lists each field. Also: a NUL byte or invalid Unicode in any string, JSON nested over 32 levels, numbers beyond ±2^53, numeric query parameters not in plain decimal digits or beyond their range, array-form parameters (`limit[]`). */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description Too many requests for this API key, or too many failed authentications (401) from this client address; retry after Retry-After seconds. */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description A fault on the server; the body never carries internals. */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/deployments/{deployment_id}/domains/{domain_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Remove a custom domain from a deployment */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    deployment_id: string;
+                    domain_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            certificate: {
+                                expires_at: string | null;
+                                reason: string | null;
+                                /** @enum {string} */
+                                status: "none" | "pending" | "issued" | "failed";
+                            };
+                            hostname: string;
+                            /** Format: uuid */
+                            id: string;
+                            verification: {
+                                reason: string | null;
+                                record_name: string;
+                                /** @enum {string} */
+                                status: "pending" | "verified";
+                                token: string;
+                            };
+                        };
+                    };
+                };
+                /** @description Missing, unknown or revoked API key. */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description The key's role, workspace binding or X-Tenant-Id does not allow this. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description Not found (also for another tenant's resources). */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description The headers or the body did not arrive in time (SLIPWAY_HEADERS_TIMEOUT_MS, SLIPWAY_REQUEST_TIMEOUT_MS); the connection is closed. */
+                408: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description The request does not satisfy the schema or a field rule; `detail` lists each field. Also: a NUL byte or invalid Unicode in any string, JSON nested over 32 levels, numbers beyond ±2^53, numeric query parameters not in plain decimal digits or beyond their range, array-form parameters (`limit[]`). */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description Too many requests for this API key, or too many failed authentications (401) from this client address; retry after Retry-After seconds. */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description A fault on the server; the body never carries internals. */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            detail: string | {
+                                loc: (string | number)[];
+                                msg: string;
+                                type: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+        };
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
     "/v2/deployments/{deployment_id}/metrics": {

@@ -10,7 +10,7 @@ import {
   type Template,
   templateProblems,
 } from "../../src/oauth/catalog.ts";
-import { normalizeTokenBody } from "../../src/oauth/quirks.ts";
+import { grantedScopes, normalizeTokenBody } from "../../src/oauth/quirks.ts";
 
 const DIR = join(import.meta.dirname, "../../src/oauth/catalog");
 const files = readdirSync(DIR).filter((f) => f.endsWith(".json"));
@@ -198,6 +198,30 @@ describe("token response quirks", () => {
     const other = normalizeTokenBody(200, { error: "incorrect_client_credentials" }, github);
     assert.equal(other.status, 400);
     assert.equal(other.body.error, "incorrect_client_credentials");
+  });
+
+  it("scopes a provider grants under another name (Google) or silently (Microsoft) count as granted", () => {
+    const google = findTemplate("google")?.quirks;
+    const microsoft = findTemplate("microsoft")?.quirks;
+    assert.deepEqual(
+      grantedScopes(
+        ["openid", "email"],
+        ["openid", "https://www.googleapis.com/auth/userinfo.email"],
+        google,
+      ),
+      ["openid", "https://www.googleapis.com/auth/userinfo.email", "email"],
+    );
+    assert.deepEqual(
+      grantedScopes(["openid", "email"], ["openid"], google),
+      ["openid"],
+      "not granted: not claimed",
+    );
+    assert.deepEqual(
+      grantedScopes(["openid", "offline_access", "User.Read"], ["User.Read"], microsoft).sort(),
+      ["User.Read", "offline_access", "openid"],
+    );
+    assert.deepEqual(grantedScopes(["a"], null, microsoft), ["a"], "none named: what was asked");
+    assert.deepEqual(grantedScopes(["a", "b"], ["a"], null), ["a"], "no template: as granted");
   });
 
   it("a token response without token_type (Shopify) is a bearer token; id_token is dropped", () => {

@@ -109,11 +109,30 @@ export async function startStandin(style: Style): Promise<Standin> {
     return { id: form.get("client_id") ?? "", secret: form.get("client_secret") ?? "" };
   };
 
+  /**
+   * The scopes a token response names, as each provider names them: Google answers `email` and
+   * `profile` with their URLs; Microsoft leaves out openid, profile, email and offline_access.
+   */
+  const echoedScopes = (scopes: string[]): string[] => {
+    if (style === "google") {
+      return scopes.map((s) =>
+        s === "email" || s === "profile" ? `https://www.googleapis.com/auth/userinfo.${s}` : s,
+      );
+    }
+    if (style === "microsoft") {
+      return scopes.filter((s) => !["openid", "profile", "email", "offline_access"].includes(s));
+    }
+    return scopes;
+  };
+
   const issue = (g: Grant, refreshed: boolean): Record<string, unknown> => {
     const accessToken = token(`${style}-at`);
     access.add(accessToken);
     const sep = style === "slack" ? "," : " ";
-    const base: Record<string, unknown> = { access_token: accessToken, scope: g.scopes.join(sep) };
+    const base: Record<string, unknown> = {
+      access_token: accessToken,
+      scope: echoedScopes(g.scopes).join(sep),
+    };
     let refresh: string | null = null;
     if (g.offline) {
       refresh = token(`${style}-rt`);

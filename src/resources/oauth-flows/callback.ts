@@ -2,6 +2,7 @@ import type { Refusal } from "../../core/errors.ts";
 import { FLOW_CHANNEL } from "../../db/channels.ts";
 import type { Database } from "../../db/client.ts";
 import { exchangeCode, OAuthCallFailed } from "../../oauth/client.ts";
+import { grantedScopes } from "../../oauth/quirks.ts";
 import { providerClient } from "../oauth-providers/service.ts";
 import { type ProviderRow, providerById } from "../oauth-providers/store.ts";
 import type { FlowEnv } from "../oauth-tokens/env.ts";
@@ -131,7 +132,7 @@ async function exchange(
         agentId: flow.agentId,
       },
       tokens,
-      tokens.scope ?? flow.scopes,
+      grantedScopes(flow.scopes, tokens.scope, providerClient(provider, env.keyring).quirks),
       issuer,
       { targetId: flow.targetTokenRef, makeDefault: flow.makeDefault, workspaceId: flow.workspaceId },
     );

@@ -5,6 +5,7 @@ import type { Keyring } from "../../crypto/envelope.ts";
 import { encryptionContext } from "../../crypto/envelope.ts";
 import type { Executor } from "../../db/client.ts";
 import { OAuthCallFailed, refreshTokens, type TokenSet } from "../../oauth/client.ts";
+import { grantedScopes } from "../../oauth/quirks.ts";
 import { providerClient } from "../oauth-providers/service.ts";
 import type { ProviderRow } from "../oauth-providers/store.ts";
 import type { FlowEnv } from "./env.ts";
@@ -197,7 +198,7 @@ export async function usableToken(
       return { kind: "failed", message };
     }
     const updated = await updateTokenRow(tx, locked.id, {
-      scopes: tokens.scope ?? locked.scopes,
+      scopes: grantedScopes(locked.scopes, tokens.scope, providerClient(provider, env.keyring).quirks),
       ...sealed(env.keyring, locked.id, tokens, locked.refreshTokenEnc),
       lastRefreshedAt: new Date(),
     });

@@ -24,7 +24,7 @@ const EXPECT: Record<Style, { scopes: string[]; checks: (q: URLSearchParams) => 
     refresh: true,
   },
   google: {
-    scopes: ["openid", "https://www.googleapis.com/auth/drive.readonly"],
+    scopes: ["openid", "email", "https://www.googleapis.com/auth/drive.readonly"],
     checks: (q) => {
       assert.equal(q.get("access_type"), "offline");
       assert.equal(q.get("prompt"), "consent");
