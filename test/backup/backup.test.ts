@@ -156,6 +156,70 @@ for (const from of DB_KINDS) {
       });
     }
 
+    it("taken while writes go on: a consistent moment, every write acknowledged before it in it", async () => {
+      const names: { name: string; id: string }[] = [];
+      let stop = false;
+      let n = 0;
+      const writer = async () => {
+        while (!stop) {
+          const name = `busy-${n++}`;
+          const d = await api<{ id: string }>(source, "POST", "/v2/deployments", {
+            name,
+            source: "external_docker",
+            source_revision_config: { image_uri: "registry.example/busy:1" },
+            secrets: [{ name: "TOKEN", value: `${SECRET}-${name}` }],
+          });
+          assert.equal(d.status, 201, JSON.stringify(d.body));
+          names.push({ name, id: d.body.id });
+        }
+      };
+      const writers = [writer(), writer(), writer()];
+      while (names.length < 5) await new Promise((r) => setTimeout(r, 20));
+      const before = names.length;
+      const taken = await downloadBackup(source);
+      const afterCount = names.length;
+      stop = true;
+      await Promise.all(writers);
+      assert.equal(taken.res.statusCode, 200);
+      const target = await emptyTarget(from);
+      try {
+        await restoreBackup(taken.file, {
+          database: target.database,
+          keys: { masterKey: source.masterKey, previousMasterKeys: [], dataDir: target.dataDir },
+          force: false,
+        });
+        const restored = await target.open();
+        try {
+          const busy = await rows<{ id: string; revisions: number; secrets: number }>(
+            restored.orm,
+            sql`SELECT d.id::text AS id,
+                       (SELECT count(*)::int FROM revisions r WHERE r.deployment_id = d.id) AS revisions,
+                       (SELECT count(*)::int FROM revision_secrets s WHERE s.deployment_id = d.id) AS secrets
+                  FROM deployments d WHERE d.name LIKE 'busy-%'`,
+          );
+          const ids = new Set(busy.map((b) => b.id));
+          // Acknowledged before the backup began: in it; begun after it ended: not.
+          for (const w of names.slice(0, before)) assert.ok(ids.has(w.id), `${w.name} is in the backup`);
+          assert.ok(busy.length <= afterCount, `${busy.length} of at most ${afterCount}`);
+          assert.ok(ids.size > 0);
+          // Each deployment whole: with its revision and its secret, as one moment of the database.
+          for (const b of busy) {
+            assert.equal(b.revisions, 1, `deployment ${b.id} has its revision`);
+            assert.equal(b.secrets, 1, `deployment ${b.id} has its secret`);
+          }
+          const orphans = await rows<{ n: number }>(
+            restored.orm,
+            sql`SELECT count(*)::int AS n FROM revisions r WHERE NOT EXISTS (SELECT 1 FROM deployments d WHERE d.id = r.deployment_id)`,
+          );
+          assert.equal(orphans[0]?.n, 0, "no revision without its deployment");
+        } finally {
+          await restored.close();
+        }
+      } finally {
+        await target.drop();
+      }
+    });
+
     it("is refused with a master key that cannot open its secrets, naming the key it needs; nothing written", async () => {
       const target = await emptyTarget(from);
       try {
