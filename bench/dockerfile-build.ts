@@ -1,12 +1,12 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { performance } from "node:perf_hooks";
 import { execEngine } from "../src/runtimes/engine/engine.ts";
-import type { PhaseContext, RevisionSpec } from "../src/runtimes/interface.ts";
+import type { RevisionSpec } from "../src/runtimes/interface.ts";
 import { LocalRuntime } from "../src/runtimes/local/runtime.ts";
 import { TestImages, testEngine } from "../test/helpers/container-images.ts";
 import { resetWorkspaceStores, seedWorkspaceStore } from "../test/helpers/dockerfile-apps.ts";
+import { timedBuild } from "./warm-build.ts";
 
 /**
  * A source's own Dockerfile rebuilt with only its last layer changed (the build phase: BUILDING →
@@ -27,10 +27,6 @@ const DOCKERFILE = (base: string) =>
     'CMD ["/bin/sh", "-c", "exec /bin/httpd -f -p \\"$PORT\\" -h /www"]',
     "",
   ].join("\n");
-
-function quietPhase(lines: string[]): PhaseContext {
-  return { signal: new AbortController().signal, log: (_s, line) => lines.push(line) };
-}
 
 export async function dockerfileRebuilds(warmRuns: number): Promise<DockerfileRebuild | string> {
   const engine = await testEngine().catch(() => undefined);
@@ -66,15 +62,7 @@ export async function dockerfileRebuilds(warmRuns: number): Promise<DockerfileRe
         env: {},
         trusted: true,
       };
-      const lines: string[] = [];
-      await rt.prepare(spec, quietPhase(lines));
-      const started = performance.now();
-      try {
-        await rt.build(spec, quietPhase(lines));
-      } catch (err) {
-        throw new Error(`Dockerfile build ${n} failed: ${(err as Error).message}\n${lines.join("\n")}`);
-      }
-      const ms = Math.round(performance.now() - started);
+      const { ms, lines } = await timedBuild(rt, spec, `Dockerfile build ${n}`);
       built.push(`localhost/slipway-build/bench-dockerfile:rev-${n}`);
       if (n > 0 && !lines.some((l) => l.includes("Using cache"))) {
         throw new Error(`Dockerfile rebuild ${n} used no cached layer:\n${lines.join("\n")}`);

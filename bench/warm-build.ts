@@ -31,6 +31,23 @@ function quietPhase(lines: string[]): PhaseContext {
   return { signal: new AbortController().signal, log: (_s, line) => lines.push(line) };
 }
 
+/** Prepares the revision, then times its build phase (BUILDING → AWAITING_DEPLOY); the log's lines too. */
+export async function timedBuild(
+  rt: LocalRuntime,
+  spec: RevisionSpec,
+  what: string,
+): Promise<{ ms: number; lines: string[] }> {
+  const lines: string[] = [];
+  await rt.prepare(spec, quietPhase(lines));
+  const started = performance.now();
+  try {
+    await rt.build(spec, quietPhase(lines));
+  } catch (err) {
+    throw new Error(`${what} failed: ${(err as Error).message}\n${lines.join("\n")}`);
+  }
+  return { ms: Math.round(performance.now() - started), lines };
+}
+
 async function coldAndWarm(
   app: string,
   sandbox: "bwrap" | "none",
@@ -61,15 +78,7 @@ async function coldAndWarm(
       env: {},
       trusted: true,
     };
-    const lines: string[] = [];
-    await rt.prepare(spec, quietPhase(lines));
-    const started = performance.now();
-    try {
-      await rt.build(spec, quietPhase(lines));
-    } catch (err) {
-      throw new Error(`${app} build ${n} failed: ${(err as Error).message}\n${lines.join("\n")}`);
-    }
-    const ms = Math.round(performance.now() - started);
+    const { ms, lines } = await timedBuild(rt, spec, `${app} build ${n}`);
     if (n > 0 && !lines.some((l) => l.startsWith("slipway: reused "))) {
       throw new Error(`${app} warm build ${n} did not reuse its dependencies:\n${lines.join("\n")}`);
     }
