@@ -104,6 +104,11 @@ export interface Config {
   auditRetentionDays: number;
   /** Scheduled backups taken by the reconciler's leader (config/backup.ts); off without `dir`. */
   backups: { dir: string | undefined; everyMs: number; keep: number };
+  /**
+   * Custom domains (config/domains.ts): the DNS server verification asks (`host:port`; unset: the
+   * system's), and the first pause between checks of a pending domain (doubled per failure, up to 1 h).
+   */
+  domains: { dnsResolver: string | undefined; checkEveryMs: number };
   /** What one revision may take on disk: its unpacked source, and its directory while it builds. */
   limits: {
     sourceBytes: number;

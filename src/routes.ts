@@ -8,6 +8,7 @@ import { auditLogRoutes } from "./resources/audit-log/routes.ts";
 import { backupRoutes } from "./resources/backup/routes.ts";
 import { deploymentMetricsRoutes } from "./resources/deployments/metrics-routes.ts";
 import { deploymentRoutes } from "./resources/deployments/routes.ts";
+import { domainRoutes } from "./resources/domains/routes.ts";
 import { eventRoutes } from "./resources/events/routes.ts";
 import { integrationRoutes } from "./resources/integrations/routes.ts";
 import { listenerRoutes } from "./resources/listeners/routes.ts";
@@ -55,4 +56,5 @@ export async function routes(app: App, opts: { metrics: Registry }): Promise<voi
   await app.register(auditLogRoutes);
   await app.register(backupRoutes);
   await app.register(listenerRoutes);
+  await app.register(domainRoutes);
 }

@@ -1,6 +1,7 @@
 import { resolve } from "node:path";
 import { type Config, ConfigError, type LogLevel } from "../config.ts";
 import { backupVars } from "./backup.ts";
+import { domainVars } from "./domains.ts";
 import {
   absolutePathVar,
   basePathVar,
@@ -138,6 +139,7 @@ export function loadConfig(env: Env = process.env): Config {
     webhooks: { allowPrivate: boolVar(env, "SLIPWAY_WEBHOOKS_ALLOW_PRIVATE", false) },
     auditRetentionDays: intVar(env, "SLIPWAY_AUDIT_RETENTION_DAYS", 90, 1, 36_500),
     backups: backupVars(env),
+    domains: domainVars(env),
     limits: {
       sourceBytes: intVar(env, "SLIPWAY_SOURCE_LIMIT_BYTES", 1024 ** 3, 1024, 1024 ** 4),
       sourceMaxFiles: intVar(env, "SLIPWAY_SOURCE_MAX_FILES", 100_000, 1, 100_000_000),

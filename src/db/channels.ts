@@ -43,3 +43,5 @@ export const EVENTS_SEQUENCE_LOCK = 0x51177c1;
 export const CLAIM_LOCK = 0x51177e1;
 /** Transaction lock of the local_git poller: one process at a time compares branch heads. */
 export const LOCAL_GIT_POLL_LOCK = 0x51177d1;
+/** A custom domain id, after a domain was verified or removed: every edge reloads its custom hosts. */
+export const DOMAINS_CHANNEL = "slipway_domains";

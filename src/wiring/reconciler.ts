@@ -3,6 +3,8 @@ import { APP_PORT } from "../protocol/listener.ts";
 import type { ReconcilerLogger, ReconcilerLookups } from "../reconciler/context.ts";
 import { Reconciler } from "../reconciler/reconciler.ts";
 import { sourceResolver } from "../reconciler/sources.ts";
+import { DomainChecker } from "../resources/domains/checker.ts";
+import { VerifiedHosts } from "../resources/domains/hosts.ts";
 import { listenerLiveness } from "../resources/listeners/store.ts";
 import { firstOrganizationId } from "../resources/organizations/service.ts";
 import { registryLogin } from "../resources/push-tokens/login.ts";
@@ -29,7 +31,17 @@ export interface RunningReconciler {
 /** The reconciler with the `local` runtime, as `slipway serve` runs it. */
 export async function startReconciler(deps: AppDeps, logger: ReconcilerLogger): Promise<RunningReconciler> {
   const { config } = deps;
+  // Verified custom domains the edge serves, and the checks that verify pending ones (docs/domains.md).
+  const customHosts = new VerifiedHosts(deps.db);
+  await customHosts.start();
+  const domainChecker = new DomainChecker(deps.db, {
+    dnsResolver: config.domains.dnsResolver,
+    checkEveryMs: config.domains.checkEveryMs,
+    appsDomain: config.apps.domain,
+    logger,
+  });
   const runtime = new LocalRuntime({
+    customHosts,
     dataDir: config.dataDir,
     appsPort: config.apps.port,
     appsDomain: config.apps.domain,
@@ -96,8 +108,10 @@ export async function startReconciler(deps: AppDeps, logger: ReconcilerLogger): 
   } catch (err) {
     detach?.();
     await runtime.close();
+    await customHosts.stop();
     throw err;
   }
+  domainChecker.start();
   let stopping: Promise<void> | undefined;
   return {
     reconciler,
@@ -105,9 +119,11 @@ export async function startReconciler(deps: AppDeps, logger: ReconcilerLogger): 
     appsPort,
     stop: () => {
       stopping ??= (async () => {
+        await domainChecker.stop();
         await reconciler.stop();
         detach?.();
         await runtime.close();
+        await customHosts.stop();
       })();
       return stopping;
     },

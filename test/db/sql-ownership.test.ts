@@ -55,6 +55,7 @@ const OWNERS: Record<string, readonly string[]> = {
   webhook_attempts: ["resources/webhooks/store.ts"],
   audit_log: ["core/audit/store.ts"],
   scheduled_backups: ["backup/store.ts"],
+  custom_domains: ["resources/domains/store.ts"],
   // The migration runner's ledger: not an application table (the Drizzle schema does not declare it).
   schema_migrations: ["db/migrate.ts"],
 };

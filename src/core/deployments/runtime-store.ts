@@ -1,4 +1,4 @@
-import { sql } from "drizzle-orm";
+import { type SQL, sql } from "drizzle-orm";
 import type { EnvelopeColumn } from "../../crypto/rotate.ts";
 import { type Executor, rows } from "../../db/client.ts";
 import { envelopeColumn } from "../../db/envelopes.ts";
@@ -20,13 +20,44 @@ export async function activateRevision(
   await exec.execute(
     sql`UPDATE deployments
            SET active_revision_id = ${revisionId},
-               source_config = jsonb_set(source_config, '{custom_url}', to_jsonb(${url}::text)),
+               source_config = jsonb_set(source_config, '{custom_url}', to_jsonb(${servedUrl(sql`${url}::text`, sql`substring(${url}::text from ${HOST_PATTERN})`)})),
                updated_at = now()
          WHERE id = ${id}`,
   );
   if (imageVersion !== undefined) {
     await exec.execute(sql`UPDATE deployments SET image_version = ${imageVersion} WHERE id = ${id}`);
   }
+}
+
+/** The host part of a URL, and what `regexp_replace` puts back around a new one (scheme, port, path). */
+const HOST_PATTERN = "^[a-z]+://([^/:]+)";
+const URL_HOST = "^([a-z]+://)[^/:]+";
+
+/**
+ * `url` with its host replaced by the deployment's first verified custom domain (docs/domains.md),
+ * else by `fallbackHost`: the scheme and port stay the apps listener's. Used in statements
+ * that change a deployments row (`deployments.id` names it).
+ */
+function servedUrl(url: SQL, fallbackHost: SQL): SQL {
+  return sql`regexp_replace(${url}, ${URL_HOST}, ${"\\1"}::text || COALESCE(
+    (SELECT c.hostname FROM custom_domains c
+      WHERE c.deployment_id = deployments.id AND c.verification_status = 'verified'
+      ORDER BY c.verified_at, c.id LIMIT 1),
+    ${fallbackHost}))`;
+}
+
+/**
+ * A custom domain of the deployment was verified or removed: `custom_url` names its first verified
+ * one, else its host under the apps domain. Deployments without a server-set URL keep theirs.
+ */
+export async function rehostCustomUrl(exec: Executor, id: string, appsDomain: string): Promise<void> {
+  await exec.execute(
+    sql`UPDATE deployments
+           SET source_config = jsonb_set(source_config, '{custom_url}',
+                 to_jsonb(${servedUrl(sql`source_config->>'custom_url'`, sql`name || '.' || ${appsDomain}::text`)})),
+               updated_at = now()
+         WHERE id = ${id} AND source <> 'external_docker' AND source_config->>'custom_url' IS NOT NULL`,
+  );
 }
 
 /** The database a deployment's app uses (reconciler/app-database.ts provisions it). */
