@@ -1,6 +1,7 @@
 import { type Static, Type } from "@sinclair/typebox";
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { DomainError, FieldsInvalid, type Refusal } from "../core/errors.ts";
+import { isDiskFull } from "../db/errors.ts";
 
 /** One entry of a 422 body, FastAPI style: where (`loc`), what (`msg`), and a machine `type`. */
 export const ValidationItem = Type.Object({
@@ -103,6 +104,10 @@ function ajvToItems(context: string | undefined, errors: AjvError[]): Validation
   return items;
 }
 
+const DISK_FULL =
+  "The server's disk is full, so this change was not saved; nothing else was lost. Try again later: an operator has to free space (docs/operations.md#disk-full).";
+const DISK_FULL_RETRY_S = "60";
+
 /** Maps every error to `{detail}` with the right status; faults are logged and never leak. */
 export function registerErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler(
@@ -132,6 +137,11 @@ export function registerErrorHandling(app: FastifyInstance): void {
       if (status >= 400 && status < 500) {
         const detail = CLIENT_ERRORS[fe.code ?? ""] ?? fe.message;
         return reply.code(status).send({ detail });
+      }
+      if (isDiskFull(error)) {
+        // Nothing was written (the statement failed whole); the client tries again once space returns.
+        request.log.error({ err: error }, "disk full: a write was refused");
+        return reply.code(503).header("retry-after", DISK_FULL_RETRY_S).send({ detail: DISK_FULL });
       }
       request.log.error({ err: error }, "unhandled error");
       return reply.code(500).send({ detail: "Internal server error" });
