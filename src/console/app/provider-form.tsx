@@ -1,7 +1,9 @@
 // The OAuth provider form: add a provider or edit one (PATCH), with its PKCE and token-endpoint
 // settings and the callback URL to register at the provider.
+import type { JSX } from "preact";
 import { useEffect, useRef, useState } from "preact/hooks";
 import { type paths, unwrap } from "../../sdk/client.ts";
+import { TemplateFields, TemplatePicker, useCatalog } from "./provider-template.tsx";
 import { publicBase, type Session } from "./session.ts";
 import { ErrorBox, useAction } from "./ui.tsx";
 
@@ -23,6 +25,9 @@ interface Form {
   uses_pkce: boolean;
   code_challenge_method: PkceMethod;
   token_endpoint_auth_method: AuthMethod;
+  /** A catalog template (adding only): the server fills in what the form then leaves out. */
+  template: string;
+  template_params: Record<string, string>;
 }
 
 const EMPTY: Form = {
@@ -35,6 +40,8 @@ const EMPTY: Form = {
   uses_pkce: true,
   code_challenge_method: "S256",
   token_endpoint_auth_method: "client_secret_post",
+  template: "",
+  template_params: {},
 };
 
 const asAuthMethod = (s: string): AuthMethod => AUTH_METHODS.find((m) => m === s) ?? "client_secret_post";
@@ -49,6 +56,8 @@ const formOf = (p: Provider): Form => ({
   uses_pkce: p.uses_pkce,
   code_challenge_method: p.code_challenge_method === "plain" ? "plain" : "S256",
   token_endpoint_auth_method: asAuthMethod(p.token_endpoint_auth_method),
+  template: "",
+  template_params: {},
 });
 
 /** Where the provider sends users back: what its app settings must list as the redirect URI. */
@@ -97,6 +106,8 @@ export function ProviderForm({
   const set = (patch: Partial<Form>) => setForm({ ...form, ...patch });
   // The form sits below the list: bring it into view when a row's Edit opens it.
   const ref = useRef<HTMLFormElement>(null);
+  const catalog = useCatalog(session);
+  const template = editing ? undefined : catalog.data?.find((t) => t.id === form.template);
   useEffect(() => {
     if (editing) ref.current?.scrollIntoView({ block: "nearest" });
   }, []);
@@ -105,7 +116,8 @@ export function ProviderForm({
       {label}
       <input
         name={k}
-        required
+        required={!(template && k === "name")}
+        placeholder={template && k === "name" ? template.name : undefined}
         value={form[k]}
         disabled={k === "provider_id" && editing !== undefined}
         onInput={(e) => set({ [k]: e.currentTarget.value })}
@@ -125,7 +137,23 @@ export function ProviderForm({
         ...secret,
         ...pkce,
       };
-      if (editing) {
+      if (template) {
+        const params =
+          Object.keys(template.params).length > 0 ? { template_params: form.template_params } : {};
+        await unwrap(
+          api.POST("/v2/auth/providers", {
+            body: {
+              provider_id: form.provider_id,
+              client_id: form.client_id,
+              template: template.id,
+              ...(form.name === "" ? {} : { name: form.name }),
+              ...secret,
+              ...params,
+            },
+          }),
+        );
+        done(`Added provider ${form.provider_id} from the ${template.name} template.`);
+      } else if (editing) {
         await unwrap(
           api.PATCH("/v2/auth/providers/{provider_id}", {
             params: { path: { provider_id: editing.provider_id } },
@@ -157,6 +185,13 @@ export function ProviderForm({
       }}
     >
       <h3>{editing ? `Edit ${editing.provider_id}` : "Add a provider"}</h3>
+      {!editing && catalog.data && (
+        <TemplatePicker
+          templates={catalog.data}
+          value={form.template}
+          onPick={(id) => set({ template: id, template_params: {} })}
+        />
+      )}
       {text("provider_id", "Provider id (used in paths)")}
       {text("name", "Name")}
       {text("client_id", "Client id")}
@@ -171,6 +206,45 @@ export function ProviderForm({
           onInput={(e) => set({ client_secret: e.currentTarget.value })}
         />
       </label>
+      {template ? (
+        <TemplateFields
+          template={template}
+          values={form.template_params}
+          onChange={(v) => set({ template_params: v })}
+        />
+      ) : (
+        <ManualFields form={form} set={set} text={text} editing={editing !== undefined} />
+      )}
+      <CallbackUrl providerId={form.provider_id} />
+      <div class="toolbar">
+        <button type="submit" class="primary" disabled={action.busy}>
+          {editing ? "Save provider" : "Add provider"}
+        </button>
+        {editing && (
+          <button type="button" onClick={() => done("")}>
+            Cancel
+          </button>
+        )}
+      </div>
+      <ErrorBox error={action.error} />
+    </form>
+  );
+}
+
+/** The URLs, PKCE and auth method, entered by hand (no template). */
+function ManualFields({
+  form,
+  set,
+  text,
+  editing,
+}: {
+  form: Form;
+  set: (patch: Partial<Form>) => void;
+  text: (k: "auth_url" | "token_url", label: string) => JSX.Element;
+  editing: boolean;
+}) {
+  return (
+    <>
       {text("auth_url", "Authorization URL")}
       {text("token_url", "Token URL")}
       <label class="inline">
@@ -201,7 +275,7 @@ export function ProviderForm({
         <select
           name="token_endpoint_auth_method"
           value={form.token_endpoint_auth_method}
-          disabled={editing !== undefined}
+          disabled={editing}
           onChange={(e) => set({ token_endpoint_auth_method: asAuthMethod(e.currentTarget.value) })}
         >
           {AUTH_METHODS.map((m) => (
@@ -212,18 +286,6 @@ export function ProviderForm({
           <small class="muted">Set when the provider is added (the API's PATCH does not change it).</small>
         )}
       </label>
-      <CallbackUrl providerId={form.provider_id} />
-      <div class="toolbar">
-        <button type="submit" class="primary" disabled={action.busy}>
-          {editing ? "Save provider" : "Add provider"}
-        </button>
-        {editing && (
-          <button type="button" onClick={() => done("")}>
-            Cancel
-          </button>
-        )}
-      </div>
-      <ErrorBox error={action.error} />
-    </form>
+    </>
   );
 }
