@@ -1,0 +1,97 @@
+import assert from "node:assert/strict";
+import { after, before, it } from "node:test";
+import { type RunningReconciler, startReconciler } from "../../../src/wiring/reconciler.ts";
+import { appGet, freePort } from "../../e2e/stack.ts";
+import { call, type Deployment } from "../../helpers/deployments.ts";
+import { startDnsServer } from "../../helpers/dns-challtestsrv.ts";
+import { eventually } from "../../helpers/eventually.ts";
+import { forEachDatabase } from "../../helpers/harness.ts";
+import { waitForRevision } from "../../helpers/wait.ts";
+
+interface Domain {
+  id: string;
+  hostname: string;
+  verification: { status: string; record_name: string; token: string };
+}
+
+// The whole path: the API, the checker against a real DNS server, the edge of `slipway serve`.
+const dns = await startDnsServer();
+after(() => dns.stop());
+const appsPort = await freePort();
+
+forEachDatabase(
+  "a verified custom domain is served by the apps edge",
+  (suite, kind) => {
+    let stack: RunningReconciler | undefined;
+    before(async () => {
+      stack = await startReconciler(suite.ctx, suite.ctx.app.log);
+    });
+    after(async () => {
+      await stack?.stop();
+    });
+
+    it("routes the hostname to its deployment once verified, and stops when it is removed", async () => {
+      const ctx = suite.ctx;
+      const created = await call<Deployment>(ctx, "POST", "/v2/deployments", {
+        name: `edge-${kind}`,
+        source: "internal_template",
+        source_revision_config: { repo_ref: "hello-http" },
+      });
+      assert.equal(created.status, 201, JSON.stringify(created.body));
+      const dep = created.body;
+      assert.ok(dep.latest_revision_id);
+      assert.equal(await waitForRevision(ctx.db, dep.latest_revision_id, { timeoutMs: 120_000 }), "DEPLOYED");
+
+      const host = `shop.${kind}.example.com`;
+      const custom = `http://${host}:${appsPort}`;
+      // Not a domain yet: the edge does not know the host.
+      assert.equal((await appGet(custom)).status, 404);
+
+      const added = await call<Domain>(ctx, "POST", `/v2/deployments/${dep.id}/domains`, { hostname: host });
+      assert.equal(added.status, 201);
+      // Pending: still not served.
+      assert.equal((await appGet(custom)).status, 404);
+
+      await dns.setTxt(added.body.verification.record_name, added.body.verification.token);
+      await eventually(
+        "the domain to be verified and served",
+        async () => (await appGet(custom)).status === 200,
+        30_000,
+      );
+      const own = (await call<Deployment>(ctx, "GET", `/v2/deployments/${dep.id}`)).body;
+      assert.equal(own.source_config.custom_url, custom);
+      // A new revision keeps the verified domain as custom_url.
+      const patched = await call<Deployment>(ctx, "PATCH", `/v2/deployments/${dep.id}`, {
+        source_revision_config: { repo_ref: "hello-http" },
+      });
+      assert.equal(patched.status, 200, JSON.stringify(patched.body));
+      const next = patched.body.latest_revision_id;
+      assert.ok(next && next !== dep.latest_revision_id, "a new revision");
+      assert.equal(await waitForRevision(ctx.db, next, { timeoutMs: 120_000 }), "DEPLOYED");
+      const redeployed = (await call<Deployment>(ctx, "GET", `/v2/deployments/${dep.id}`)).body;
+      assert.equal(redeployed.active_revision_id, next);
+      assert.equal(redeployed.source_config.custom_url, custom);
+      assert.equal((await appGet(custom)).status, 200);
+      // The apps domain keeps serving it too.
+      assert.equal((await appGet(`http://${dep.name}.${ctx.config.apps.domain}:${appsPort}`)).status, 200);
+
+      const removed = await call(ctx, "DELETE", `/v2/deployments/${dep.id}/domains/${added.body.id}`);
+      assert.equal(removed.status, 200);
+      await eventually(
+        "the edge to stop serving it",
+        async () => (await appGet(custom)).status === 404,
+        30_000,
+      );
+    });
+  },
+  {
+    env: {
+      SLIPWAY_RECONCILER: "true",
+      SLIPWAY_RECONCILER_POLL_MS: "200",
+      SLIPWAY_APPS_PORT: String(appsPort),
+      SLIPWAY_HEALTH_TIMEOUT_MS: "5000",
+      SLIPWAY_DNS_RESOLVER: dns.address,
+      SLIPWAY_DOMAIN_CHECK_MS: "200",
+    },
+  },
+);
