@@ -1,5 +1,5 @@
 import { spawn } from "node:child_process";
-import { connect, type Server, type Socket } from "node:net";
+import { connect, createServer, type Server, type Socket } from "node:net";
 
 /**
  * A package index on the host's loopback, reachable from a deployment's namespace at the same URL
@@ -65,7 +65,10 @@ export class LoopbackForward {
         if (settled) return;
         if (!isServer(handle)) return fail("no socket came back");
         settled = true;
-        resolve(new LoopbackForward(handle, host, port));
+        // The received server is remade half-open on the same socket: a client that ends its side
+        // after sending its request (HTTP/1.0 tools, nc) still gets the answer, as it would directly.
+        const own = createServer({ allowHalfOpen: true });
+        own.listen(handle, () => resolve(new LoopbackForward(own, host, port)));
       });
       child.on("error", (err) => fail(err.message));
       // A clean exit comes after the socket was sent (the message may be read after the exit).

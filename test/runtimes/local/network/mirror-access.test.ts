@@ -111,6 +111,17 @@ describe("package mirrors reachable from a deployment's namespace at their own U
     assert.equal(await fetchFrom(net, "http://127.0.0.1:5432/"), "failed: ECONNREFUSED");
   });
 
+  it("a client that ends its side after its request still gets the answer (HTTP/1.0 tools, nc)", async () => {
+    const u = new URL(loopIndex.url);
+    const js = `const s=require("net").connect(${u.port},"127.0.0.1",()=>s.end("GET / HTTP/1.0\\r\\n\\r\\n"));let t="";s.on("data",d=>t+=d);s.on("close",()=>console.log(t.split("\\r\\n\\r\\n")[1]??"(nothing)"));setTimeout(()=>s.destroy(),3000)`;
+    const out = await new Promise<string>((resolve, reject) =>
+      execFile("nsenter", [`--net=${net.path}`, "--", process.execPath, "-e", js], (err, o) =>
+        err ? reject(err) : resolve(String(o).trim()),
+      ),
+    );
+    assert.equal(out, "index on loopback");
+  });
+
   it("an index on one of the host's own addresses, and not another port there", {
     skip: hostAddress === undefined ? "no IPv4 address on this host but loopback" : false,
   }, async () => {
