@@ -82,6 +82,11 @@ forEachDatabase(
         async () => (await appGet(custom)).status === 404,
         30_000,
       );
+      const unserved = (await call<Deployment>(ctx, "GET", `/v2/deployments/${dep.id}`)).body;
+      assert.equal(
+        unserved.source_config.custom_url,
+        `http://${dep.name}.${ctx.config.apps.domain}:${appsPort}`,
+      );
     });
   },
   {
