@@ -22,6 +22,7 @@ import {
   revisions,
   status,
 } from "./commands/deployments.ts";
+import { domains } from "./commands/domains.ts";
 import { logs, logsFlags } from "./commands/logs.ts";
 import { listeners, providerFlags, providers } from "./commands/providers.ts";
 import { interrupt, interruptFlags, rollback, rollbackFlags } from "./commands/rollback.ts";
@@ -49,6 +50,7 @@ const COMMANDS: Record<string, Command> = {
   open: { flags: nameOnlyFlags, run: open },
   delete: { flags: deleteFlags, run: remove },
   secrets: { flags: {}, run: secrets },
+  domains: { flags: {}, run: domains },
   providers: { flags: providerFlags, run: providers },
   listeners: { flags: {}, run: listeners },
   tokens: { flags: tokenFlags, run: tokens },

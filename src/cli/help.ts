@@ -112,6 +112,11 @@ export const CLIENT_DOCS: Record<string, CommandDoc> = {
     summary:
       "List a deployment's secrets (values masked), or set or remove some: each change is a new revision.",
   },
+  domains: {
+    usage: ["domains add NAME HOST", "domains ls NAME", "domains rm NAME HOST"],
+    summary:
+      "Add, list or remove a deployment's custom domains; add prints the DNS TXT record that verifies one (docs/domains.md).",
+  },
   providers: {
     usage: [
       "providers list",
