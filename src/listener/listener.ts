@@ -234,13 +234,7 @@ export class Listener {
         }
         // The app's own pods only: a database or cache pod never fails an app revision.
         const pods =
-          this.watches.pods(
-            d.namespace,
-            (l) =>
-              l[LABEL_INSTANCE] === n.base &&
-              l[LABEL_REVISION] === d.revision_id &&
-              (l[LABEL_COMPONENT] === "api" || l[LABEL_COMPONENT] === "queue"),
-          ) ??
+          this.watches.revisionPods(d.namespace, n.base, d.revision_id) ??
           (await this.cluster.pods(
             d.namespace,
             `${LABEL_INSTANCE}=${n.base},${LABEL_REVISION}=${d.revision_id},${LABEL_COMPONENT} in (api,queue)`,

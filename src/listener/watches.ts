@@ -3,6 +3,7 @@
 // fails (a 403, a dropped stream) is started again after a delay doubling up to a minute; until a
 // cache has its first list, readers fall back to asking the API server.
 import type { Cluster, ObjectCacheOf } from "./cluster.ts";
+import { LABEL_COMPONENT, LABEL_INSTANCE, LABEL_REVISION } from "./manifests/common.ts";
 
 type Obj = Record<string, unknown>;
 
@@ -15,6 +16,8 @@ interface NamespaceCaches {
 export class Watches {
   private readonly byNamespace = new Map<string, NamespaceCaches>();
   private readonly delay = new Map<string, number>();
+  /** Pods by instance label, per namespace; dropped on any pod event. */
+  private readonly podIndex = new Map<string, Map<string, Obj[]>>();
   private stopped = false;
 
   constructor(
@@ -34,7 +37,11 @@ export class Watches {
     this.byNamespace.set(namespace, caches);
     for (const part of ["deployments", "pods"] as const) {
       const informer = caches[part];
-      for (const verb of ["add", "update", "delete"] as const) informer.on(verb, () => this.onChange());
+      for (const verb of ["add", "update", "delete"] as const)
+        informer.on(verb, () => {
+          if (part === "pods") this.podIndex.delete(namespace);
+          this.onChange();
+        });
       informer.on("error", (err: unknown) => {
         caches.synced[part] = false;
         if (this.stopped) return;
@@ -54,6 +61,7 @@ export class Watches {
     caches[part].start().then(
       () => {
         caches.synced[part] = true;
+        this.podIndex.delete(namespace);
         this.delay.delete(namespace);
         this.onChange();
       },
@@ -69,13 +77,28 @@ export class Watches {
     return c.deployments.get(name, namespace) as unknown as Obj | undefined;
   }
 
-  /** Pods of the cache whose labels all match `labels`; null when the cache has not listed yet. */
-  pods(namespace: string, match: (labels: Record<string, string>) => boolean): Obj[] | null {
+  /**
+   * The app's pods (components api and queue) of one revision, from the cache; null when it has
+   * not listed yet. An index by instance, rebuilt only after pod events, keeps judging every
+   * revision linear in their number.
+   */
+  revisionPods(namespace: string, instance: string, revisionId: string): Obj[] | null {
     const c = this.byNamespace.get(namespace);
     if (!c?.synced.pods) return null;
-    return c.pods
-      .list(namespace)
-      .filter((p) => match((p.metadata?.labels ?? {}) as Record<string, string>)) as unknown as Obj[];
+    let index = this.podIndex.get(namespace);
+    if (!index) {
+      index = new Map();
+      for (const p of c.pods.list(namespace)) {
+        const value = p.metadata?.labels?.[LABEL_INSTANCE];
+        if (value !== undefined) index.set(value, [...(index.get(value) ?? []), p as unknown as Obj]);
+      }
+      this.podIndex.set(namespace, index);
+    }
+    return (index.get(instance) ?? []).filter((p) => {
+      const labels = ((p.metadata as Obj | undefined)?.labels ?? {}) as Record<string, string>;
+      const component = labels[LABEL_COMPONENT];
+      return labels[LABEL_REVISION] === revisionId && (component === "api" || component === "queue");
+    });
   }
 
   stop(): void {

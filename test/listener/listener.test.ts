@@ -8,6 +8,7 @@ import { eventually } from "../helpers/eventually.ts";
 import { type K8sStack, NS, type Obj, resource, startK8sStack } from "../helpers/k8s-stack.ts";
 
 const FORBIDDEN_NS = "aaa-no-grant";
+const HEALTH_PORT = 20_000 + Math.floor(Math.random() * 20_000);
 const PG = "docker.io/library/postgres:16";
 const q = { labelSelector: null, fieldSelector: null };
 
@@ -28,7 +29,7 @@ describe("the listener on a strict cluster", () => {
       rbacNamespaces: [NS],
       // The namespace it may not touch first: pruning there must not stop pruning in NS.
       listenerNamespaces: [FORBIDDEN_NS, NS],
-      listenerArgs: ["--pod-security", "restricted"],
+      listenerArgs: ["--pod-security", "restricted", "--health-port", String(HEALTH_PORT)],
     });
   });
   after(async () => {
@@ -90,6 +91,20 @@ describe("the listener on a strict cluster", () => {
       throw new Error(`${err.message}\n${stack.diagnostics()}`);
     });
   }
+
+  it("the health port: /healthz live, /readyz ready and naming the namespace it could not prune", async () => {
+    const live = await eventually("/healthz", () =>
+      fetch(`http://127.0.0.1:${HEALTH_PORT}/healthz`).then((r) => r.status === 200 || undefined),
+    );
+    assert.ok(live);
+    const ready = await eventually("/readyz naming the 403", async () => {
+      const r = await fetch(`http://127.0.0.1:${HEALTH_PORT}/readyz`);
+      const text = await r.text();
+      return r.status === 200 && text.includes(FORBIDDEN_NS) ? text : undefined;
+    });
+    assert.match(ready, /forbidden/);
+    assert.equal((await fetch(`http://127.0.0.1:${HEALTH_PORT}/nope`)).status, 404);
+  });
 
   it("restricted pods run; a new revision leaves Postgres and Redis alone, and their one crash fails nothing", async () => {
     const spec = { db_storage_gi: 1, redis_memory_mb: 64, cpu: 0.25 };

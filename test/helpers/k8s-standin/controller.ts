@@ -32,6 +32,7 @@ const now = () => new Date().toISOString().replace(/\.\d+Z$/, "Z");
 
 export class PodController {
   private timer: NodeJS.Timeout | undefined;
+  private readonly owned = new Map<string, Obj[]>();
   /** Pods that crashed once already ("crash-once" pods are ready on their second look). */
   private readonly crashed = new Set<string>();
 
@@ -52,9 +53,32 @@ export class PodController {
   /** One pass over every workload (exported for tests that step it). */
   tick(): void {
     this.collectGarbage();
+    // Pods by owner, listed once a pass (a lookup per workload would make a pass quadratic).
+    this.owned.clear();
+    for (const p of this.store.list(T("pods"), undefined, q)) this.own(p);
     for (const d of this.store.list(T("deployments", "apps"), undefined, q)) this.syncDeployment(d);
     for (const s of this.store.list(T("statefulsets", "apps"), undefined, q)) this.syncStatefulSet(s);
     for (const p of this.store.list(T("pods"), undefined, q)) this.kubelet(p);
+  }
+
+  private own(p: Obj): void {
+    for (const r of list(meta(p).ownerReferences)) {
+      const uid = String(r.uid);
+      this.owned.set(uid, [...(this.owned.get(uid) ?? []), p]);
+    }
+  }
+
+  private ownedBy(o: Obj): Obj[] {
+    return this.owned.get(String(meta(o).uid)) ?? [];
+  }
+
+  private exists(t: ResourceType, ns: string, name: string): boolean {
+    try {
+      this.store.get(t, ns, name);
+      return true;
+    } catch {
+      return false;
+    }
   }
 
   private collectGarbage(): void {
@@ -73,7 +97,7 @@ export class PodController {
   private createPod(owner: Obj, name: string, labels: Obj, template: Obj): string | undefined {
     const ns = String(meta(owner).namespace);
     const pods = T("pods");
-    if (this.store.list(pods, ns, q).some((p) => meta(p).name === name)) return undefined;
+    if (this.exists(pods, ns, name)) return undefined;
     const pod = {
       apiVersion: "v1",
       kind: "Pod",
@@ -101,7 +125,7 @@ export class PodController {
         namespace = undefined;
       }
       admitPod(namespace, pod);
-      this.store.create(pods, ns, pod, MANAGER, false);
+      this.own(this.store.create(pods, ns, pod, MANAGER, false));
       return undefined;
     } catch (err) {
       return err instanceof ApiError ? err.message : String(err);
@@ -132,20 +156,18 @@ export class PodController {
     const labels = { ...obj(obj(template.metadata).labels), "pod-template-hash": hash };
     let failure: string | undefined;
     for (let i = 0; i < wanted; i++) failure ??= this.createPod(d, `${name}-${hash}-${i}`, labels, template);
-    const mine = this.store
-      .list(T("pods"), ns, q)
-      .filter((p) => list(meta(p).ownerReferences).some((r) => r.uid === meta(d).uid));
+    const mine = this.ownedBy(d);
     const current = mine.filter((p) => obj(meta(p).labels)["pod-template-hash"] === hash);
     const ready = (p: Obj) =>
       list(obj(p.status).conditions).some((c) => c.type === "Ready" && c.status === "True");
     const currentReady = current.filter(ready).length;
     // The new pods are all up: the old template's go (a rolling update in one step).
-    if (currentReady >= wanted)
+    if (currentReady >= wanted) {
       for (const p of mine)
         if (!current.includes(p)) this.store.delete(T("pods"), ns, String(meta(p).name), false);
-    const live = this.store
-      .list(T("pods"), ns, q)
-      .filter((p) => list(meta(p).ownerReferences).some((r) => r.uid === meta(d).uid));
+      this.owned.set(String(meta(d).uid), current);
+    }
+    const live = this.ownedBy(d);
     const available = live.filter(ready).length;
     const conditions: Obj[] = [
       {
@@ -195,7 +217,7 @@ export class PodController {
     for (let i = 0; i < wanted; i++) {
       for (const vct of list(spec.volumeClaimTemplates)) {
         const claim = `${String(meta(vct).name)}-${name}-${i}`;
-        if (this.store.list(T("persistentvolumeclaims"), ns, q).some((p) => meta(p).name === claim)) continue;
+        if (this.exists(T("persistentvolumeclaims"), ns, claim)) continue;
         // The controller owns the claim only when it is to go with the StatefulSet.
         const owners =
           retention.whenDeleted === "Delete"
@@ -244,9 +266,7 @@ export class PodController {
         return;
       }
     }
-    const pods = this.store
-      .list(T("pods"), ns, q)
-      .filter((p) => list(meta(p).ownerReferences).some((r) => r.uid === meta(s).uid));
+    const pods = this.ownedBy(s);
     const ready = pods.filter((p) =>
       list(obj(p.status).conditions).some((c) => c.type === "Ready" && c.status === "True"),
     ).length;
