@@ -54,6 +54,8 @@ export class Listener {
   private lastLoop = Date.now();
   /** Namespaces the last prune could not look at, with why. */
   private pruneFailures: { namespace: string; reason: string }[] = [];
+  /** A Deployment went away under the listener: the next resync applies the desired state again. */
+  private drift = false;
   /** What the last prune that reached every namespace kept (namespaces and object keys). */
   private prunedFor: string | undefined;
   private readonly abort = new AbortController();
@@ -80,7 +82,19 @@ export class Listener {
     this.cluster = new Cluster(kc);
     this.applier = new Applier(this.cluster);
     this.passwords = new PasswordKeeper(this.cluster);
-    this.watches = new Watches(this.cluster, o.controlPlane.listenerId, () => void this.evaluate(), o.log);
+    this.watches = new Watches(
+      this.cluster,
+      o.controlPlane.listenerId,
+      () => void this.evaluate(),
+      o.log,
+      (namespace, name) => {
+        // Applied objects are skipped while unchanged: one deleted by hand is applied again.
+        this.applier.forget(
+          objectKey({ apiVersion: "apps/v1", kind: "Deployment", metadata: { namespace, name } }),
+        );
+        this.drift = true;
+      },
+    );
     this.namespaces = new Set(o.namespaces);
   }
 
@@ -257,7 +271,8 @@ export class Listener {
   }
 
   private resync(): void {
-    if (this.reconcileNeeded) {
+    if (this.reconcileNeeded || this.drift) {
+      this.drift = false;
       this.cp
         .desired(0, 0, this.abort.signal)
         .then((s) => this.reconcile(s))

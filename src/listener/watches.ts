@@ -25,6 +25,8 @@ export class Watches {
     private readonly listenerId: string,
     private readonly onChange: () => void,
     private readonly log: (line: string) => void,
+    /** A Deployment of this listener was deleted (by it when pruning, or by hand). */
+    private readonly onDeploymentDeleted: (namespace: string, name: string) => void = () => {},
   ) {}
 
   ensure(namespace: string): void {
@@ -38,8 +40,9 @@ export class Watches {
     for (const part of ["deployments", "pods"] as const) {
       const informer = caches[part];
       for (const verb of ["add", "update", "delete"] as const)
-        informer.on(verb, () => {
+        informer.on(verb, (obj) => {
           if (part === "pods") this.podIndex.delete(namespace);
+          else if (verb === "delete") this.onDeploymentDeleted(namespace, obj.metadata?.name ?? "");
           this.onChange();
         });
       informer.on("error", (err: unknown) => {

@@ -131,6 +131,17 @@ describe("the listener on a strict cluster", () => {
     assert.equal(((get("pods", `${app.base}-db-0`) as Obj).metadata as Obj).uid, (dbPod.metadata as Obj).uid);
   });
 
+  it("an app Deployment deleted by hand is applied again (unchanged objects are otherwise not resent)", async () => {
+    const app = await create("handedit", { cpu: 0.25 });
+    await settled(app.id, app.revision, "DEPLOYED");
+    stack.k8s.store.delete(resource("apps", "v1", "deployments"), NS, app.base, false);
+    await eventually("the Deployment back", () => get("deployments", app.base, "apps"), 60_000).catch(
+      (err: Error) => {
+        throw new Error(`${err.message}\n${stack.diagnostics()}`);
+      },
+    );
+  });
+
   it("fixed scale to autoscaling: the replicas are handed over to the HPA, not reset to 1", async () => {
     const app = await create("scaler", { min_scale: 3, max_scale: 3, cpu: 0.25 });
     await settled(app.id, app.revision, "DEPLOYED");
