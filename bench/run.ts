@@ -23,6 +23,11 @@ if (process.argv.includes("--scale")) {
   await scaleBench();
   process.exit(0);
 }
+if (process.argv.includes("--soak")) {
+  const { soakBench } = await import("./soak.ts");
+  await soakBench();
+  process.exit(0);
+}
 if (process.argv.includes("--backup")) {
   const { backupPauseBench } = await import("./backup-pause.ts");
   await backupPauseBench();
