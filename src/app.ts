@@ -5,6 +5,7 @@ import { completeAuditRecord, insertAuditRecord } from "./core/audit/store.ts";
 import type { AppDeps } from "./deps.ts";
 import { registerAudit } from "./http/audit.ts";
 import { registerAuth } from "./http/auth.ts";
+import { registerEdgeMetrics } from "./http/edge-metrics.ts";
 import { registerErrorHandling } from "./http/errors.ts";
 import { lazySerializerFactory } from "./http/lazy-schemas.ts";
 import { requestLogFields } from "./http/log-redaction.ts";
@@ -102,6 +103,7 @@ export async function buildApp(deps: AppDeps, opts: BuildOptions = {}): Promise<
     config.basePath,
   );
   const metrics = registerMetrics(app, deps.db);
+  if (config.metricsPerDeployment) registerEdgeMetrics(metrics);
   await registerReadCache(app, deps.db, config.readCacheBytes);
   app.addHook("onSend", (request, reply, payload, done) => {
     reply.header("x-request-id", request.id);

@@ -33,6 +33,11 @@ export interface Config {
   /** Bytes of GET answers (deployments, revisions) a process keeps until a change; 0 turns it off. */
   readCacheBytes: number;
   /**
+   * SLIPWAY_METRICS_PER_DEPLOYMENT: the apps edge's per-deployment metrics in `/metrics`, which then
+   * needs a system key (deployment names are tenants' data).
+   */
+  metricsPerDeployment: boolean;
+  /**
    * Which peers may name the client address in X-Forwarded-For (Fastify `trustProxy`): false (the
    * TCP peer is the client), true (any), or a list of addresses and CIDR ranges of the proxies.
    */

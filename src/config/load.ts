@@ -72,6 +72,7 @@ export function loadConfig(env: Env = process.env): Config {
     rateLimitPerMinute: intVar(env, "SLIPWAY_RATE_LIMIT_PER_MINUTE", 6000, 0, 100_000_000),
     authFailLimitPerMinute: intVar(env, "SLIPWAY_AUTH_FAIL_LIMIT_PER_MINUTE", 30, 0, 100_000_000),
     readCacheBytes: intVar(env, "SLIPWAY_READ_CACHE_MB", 16, 0, 4096) * 1024 * 1024,
+    metricsPerDeployment: boolVar(env, "SLIPWAY_METRICS_PER_DEPLOYMENT", false),
     trustProxy: trustProxyVar(env),
     timeouts: timeoutVars(env),
     uploadLimitBytes: intVar(

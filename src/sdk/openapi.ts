@@ -12017,7 +12017,7 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Request rate, latency and restarts of a deployment's app, per minute
+         * Request rate, status classes, latency and restarts of a deployment's app, per minute
          * @description Counted by the apps router of the serving process since it started (kept 24 hours): one point a minute over `window`, oldest first, empty minutes as zeros.
          */
         get: {
@@ -12043,6 +12043,11 @@ export interface paths {
                             bucket_seconds: number;
                             /** Format: uuid */
                             deployment_id: string;
+                            /** @description Requests of the window by latency: counts[i] took at most bounds_ms[i] (and more than the bound before); the last count, more than every bound. */
+                            latency_histogram: {
+                                bounds_ms: number[];
+                                counts: number[];
+                            };
                             points: {
                                 /** Format: date-time */
                                 at: string;
@@ -12053,6 +12058,14 @@ export interface paths {
                                 requests: number;
                                 /** @description Process restarts after a crash. */
                                 restarts: number;
+                                /** @description Answers by status class. */
+                                statuses: {
+                                    "1xx": number;
+                                    "2xx": number;
+                                    "3xx": number;
+                                    "4xx": number;
+                                    "5xx": number;
+                                };
                             }[];
                             window: string;
                         };

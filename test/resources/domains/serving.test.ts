@@ -72,6 +72,28 @@ forEachDatabase(
       assert.equal(redeployed.active_revision_id, next);
       assert.equal(redeployed.source_config.custom_url, custom);
       assert.equal((await appGet(custom)).status, 200);
+      // The edge counted those requests for the deployment: its metrics route and /metrics agree.
+      const metrics = await call<{
+        points: { requests: number; statuses: Record<string, number> }[];
+        latency_histogram: { bounds_ms: number[]; counts: number[] };
+      }>(ctx, "GET", `/v2/deployments/${dep.id}/metrics?window=15m`);
+      assert.equal(metrics.status, 200);
+      const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
+      const requests = sum(metrics.body.points.map((p) => p.requests));
+      assert.ok(requests >= 2, `requests counted: ${requests}`);
+      assert.equal(sum(metrics.body.points.map((p) => p.statuses["2xx"] ?? 0)), requests);
+      assert.equal(sum(metrics.body.latency_histogram.counts), requests);
+      const scrape = await ctx.app.inject({
+        method: "GET",
+        url: "/metrics",
+        headers: { "x-api-key": ctx.keys.system },
+      });
+      assert.equal(scrape.statusCode, 200);
+      const line = scrape.body
+        .split("\n")
+        .find((l) => l.startsWith(`slipway_edge_requests_total{deployment="${dep.name}",code_class="2xx"}`));
+      assert.ok(line, "the deployment's 2xx counter");
+      assert.ok(Number(line.split(" ").at(-1)) >= requests);
       // The apps domain keeps serving it too.
       assert.equal((await appGet(`http://${dep.name}.${ctx.config.apps.domain}:${appsPort}`)).status, 200);
 
@@ -97,6 +119,7 @@ forEachDatabase(
       SLIPWAY_HEALTH_TIMEOUT_MS: "5000",
       SLIPWAY_DNS_RESOLVER: dns.address,
       SLIPWAY_DOMAIN_CHECK_MS: "200",
+      SLIPWAY_METRICS_PER_DEPLOYMENT: "true",
     },
   },
 );
