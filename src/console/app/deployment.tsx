@@ -3,6 +3,7 @@ import { useEffect, useState } from "preact/hooks";
 import { createSlipway, type Deployment, type Revision, SlipwayError, unwrap } from "../../sdk/client.ts";
 import { isTerminalStatus } from "../../sdk/revisions.ts";
 import { Metrics } from "./charts.tsx";
+import { Domains } from "./domains.tsx";
 import { LiveLog } from "./logs.tsx";
 import { apiBase, type Session, storedKey } from "./session.ts";
 import { Tags } from "./tags.tsx";
@@ -289,6 +290,9 @@ export function DeploymentPage({
       </Section>
       <Section title="Tags">
         <Tags session={session} deploymentId={d.id} />
+      </Section>
+      <Section title="Domains">
+        <Domains session={session} deploymentId={d.id} onChanged={dep.reload} />
       </Section>
     </section>
   );
