@@ -2,6 +2,7 @@
 
 export * from "./codehost.ts";
 export * from "./deployments.ts";
+export * from "./domains.ts";
 export * from "./events.ts";
 export * from "./identity.ts";
 export * from "./listeners.ts";
