@@ -39,12 +39,17 @@ const emptyCounts = (): Counts => ({
   latency: new Array<number>(LATENCY_BOUNDS_MS.length + 1).fill(0),
 });
 
-function count(c: Counts, latencyMs: number, status: number): void {
+/** The status class's and the latency bucket's indexes in `Counts`' arrays. */
+function slots(latencyMs: number, status: number): [number, number] {
   const cls = Math.min(4, Math.max(0, Math.floor(status / 100) - 1));
-  c.classes[cls] = (c.classes[cls] ?? 0) + 1;
   let i = 0;
   while (i < LATENCY_BOUNDS_MS.length && latencyMs > (LATENCY_BOUNDS_MS[i] ?? 0)) i++;
-  c.latency[i] = (c.latency[i] ?? 0) + 1;
+  return [cls, i];
+}
+
+function count(c: Counts, cls: number, latencySlot: number): void {
+  c.classes[cls] = (c.classes[cls] ?? 0) + 1;
+  c.latency[latencySlot] = (c.latency[latencySlot] ?? 0) + 1;
 }
 
 const totals = new Map<string, EdgeTotals>();
@@ -100,7 +105,8 @@ export function recordRequest(name: string, latencyMs: number, status: number, n
   if (status >= 500) b.errors++;
   b.latencySumMs += latencyMs;
   b.latencyMaxMs = Math.max(b.latencyMaxMs, latencyMs);
-  count(b, latencyMs, status);
+  const [cls, slot] = slots(latencyMs, status);
+  count(b, cls, slot);
   let t = totals.get(name);
   if (!t) {
     t = { requests: 0, latencySumMs: 0, ...emptyCounts() };
@@ -108,7 +114,7 @@ export function recordRequest(name: string, latencyMs: number, status: number, n
   }
   t.requests++;
   t.latencySumMs += latencyMs;
-  count(t, latencyMs, status);
+  count(t, cls, slot);
 }
 
 /** Every deployment's counts since this process started (read at a `/metrics` scrape). */
