@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { after, before, it } from "node:test";
+import { openDatabase } from "../../../src/db/client.ts";
 import { backoffMs, DomainChecker } from "../../../src/resources/domains/checker.ts";
 import { VerifiedHosts } from "../../../src/resources/domains/hosts.ts";
 import { call, type Deployment } from "../../helpers/deployments.ts";
@@ -135,6 +136,39 @@ forEachDatabase(
       assert.equal(await url(), `http://${a.hostname}:8081`);
       assert.equal((await call(ctx, "DELETE", `${domains(dep.id)}/${a.id}`)).status, 200);
       assert.equal(await url(), `http://${b.hostname}:8081`);
+    });
+
+    it("two servers on one database: one verifies, the other's edge learns it from the notification", async (t) => {
+      const ctx = suite.ctx;
+      if (kind !== "postgres" || !ctx.dbUrl) {
+        t.skip("replicas share a PostgreSQL server");
+        return;
+      }
+      // The second server: its own connections, its own custom hosts, no checker.
+      const db2 = await openDatabase({ kind: "postgres", url: ctx.dbUrl }, { poolSize: 2 });
+      const hosts2 = new VerifiedHosts(db2, 3_600_000);
+      try {
+        await hosts2.start();
+        const host = `replica.${kind}.example.com`;
+        const added = (await call<Domain>(ctx, "POST", domains(dep.id), { hostname: host })).body;
+        await dns.setTxt(added.verification.record_name, added.verification.token);
+        await checkedPast(added.id, null);
+        assert.equal((await find(added.id)).verification.status, "verified");
+        await eventually(
+          "the other server's edge to serve it",
+          () => hosts2.nameOf(host) === dep.name,
+          10_000,
+        );
+        assert.equal((await call(ctx, "DELETE", `${domains(dep.id)}/${added.id}`)).status, 200);
+        await eventually(
+          "the other server's edge to drop it",
+          () => hosts2.nameOf(host) === undefined,
+          10_000,
+        );
+      } finally {
+        await hosts2.stop();
+        await db2.close();
+      }
     });
 
     it("a DNS server that does not answer: pending with a lookup failure as the reason", async () => {
