@@ -44,11 +44,22 @@ export function Metrics({ session, deploymentId }: { session: Session; deploymen
   if (error) return <ErrorBox error={error} />;
   if (!data) return <p class="muted">Loading metrics…</p>;
   const p = data.points;
+  const classes = ["1xx", "2xx", "3xx", "4xx", "5xx"] as const;
+  const byClass = classes.map((c) => [c, p.reduce((n, x) => n + x.statuses[c], 0)] as const);
   return (
-    <div class="charts">
-      <Chart title="Requests per minute" values={p.map((x) => x.requests)} unit="req/min" />
-      <Chart title="Average latency" values={p.map((x) => x.latency_avg_ms)} unit="ms" />
-      <Chart title="Restarts" values={p.map((x) => x.restarts)} unit="per min" />
+    <div>
+      <div class="charts">
+        <Chart title="Requests per minute" values={p.map((x) => x.requests)} unit="req/min" />
+        <Chart title="Average latency" values={p.map((x) => x.latency_avg_ms)} unit="ms" />
+        <Chart title="Restarts" values={p.map((x) => x.restarts)} unit="per min" />
+      </div>
+      <p class="muted" data-statuses>
+        By status:{" "}
+        {byClass
+          .filter(([c, n]) => n > 0 || c === "2xx")
+          .map(([c, n]) => `${c} ${n}`)
+          .join(" · ")}
+      </p>
     </div>
   );
 }
