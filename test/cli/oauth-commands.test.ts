@@ -7,7 +7,7 @@ import { freePort } from "../e2e/stack.ts";
 import { runCli } from "../helpers/cli.ts";
 import { forEachDatabase } from "../helpers/harness.ts";
 import { type AuthAnswer, callback, LOOPBACK_ENV, send } from "../helpers/oauth.ts";
-import { type Standin, startStandin } from "../oauth/provider-standins.ts";
+import { type Standin, startStandin } from "../helpers/oauth-provider-standins.ts";
 
 forEachDatabase(
   "slipway providers catalog|create --template, tokens ls|revoke",

@@ -7,7 +7,7 @@ import { freePort } from "../e2e/stack.ts";
 import { launch, signIn } from "../helpers/console-browser.ts";
 import { forEachDatabase, type TestContext } from "../helpers/harness.ts";
 import { type AuthAnswer, callback, LOOPBACK_ENV, send } from "../helpers/oauth.ts";
-import { type Standin, startStandin } from "../oauth/provider-standins.ts";
+import { type Standin, startStandin } from "../helpers/oauth-provider-standins.ts";
 
 const SLUG = "google-app";
 

@@ -3,7 +3,12 @@ import { after, before, it } from "node:test";
 import { sql } from "drizzle-orm";
 import { forEachDatabase, type TestContext } from "../../helpers/harness.ts";
 import { type AuthAnswer, callback, callbackFor, LOOPBACK_ENV, send } from "../../helpers/oauth.ts";
-import { MICROSOFT_TENANT, type Standin, type Style, startStandin } from "../../oauth/provider-standins.ts";
+import {
+  MICROSOFT_TENANT,
+  type Standin,
+  type Style,
+  startStandin,
+} from "../../helpers/oauth-provider-standins.ts";
 
 interface TokenRecord {
   id: string;

@@ -7,7 +7,7 @@ import { sql } from "drizzle-orm";
 import { authMatrix } from "../../helpers/auth-matrix.ts";
 import { forEachDatabase, type TestContext } from "../../helpers/harness.ts";
 import { type AuthAnswer, callback, detailLocs, LOOPBACK_ENV, newKey, send } from "../../helpers/oauth.ts";
-import { type Standin, startStandin } from "../../oauth/provider-standins.ts";
+import { type Standin, startStandin } from "../../helpers/oauth-provider-standins.ts";
 
 const SLUG = "gh";
 const USER = "proxy-user";

@@ -6,9 +6,9 @@ import { WebhookDispatcher } from "../../../src/resources/webhooks/dispatcher.ts
 import { eventually } from "../../helpers/eventually.ts";
 import { forEachDatabase, type TestContext } from "../../helpers/harness.ts";
 import { type AuthAnswer, callback, LOOPBACK_ENV, send } from "../../helpers/oauth.ts";
+import { type Standin, startStandin } from "../../helpers/oauth-provider-standins.ts";
 import { SseClient } from "../../helpers/sse.ts";
 import { WebhookReceiver } from "../../helpers/webhook-receiver.ts";
-import { type Standin, startStandin } from "../../oauth/provider-standins.ts";
 
 const TYPES = ["oauth.token.created", "oauth.token.refresh_failed", "oauth.token.revoked"];
 const SLUG = "google-app";
