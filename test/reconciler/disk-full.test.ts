@@ -72,7 +72,11 @@ describe("a build on a full disk", () => {
     const [, key] = await server.waitFor(/^\s+(sw_[A-Za-z0-9_-]{43})$/m);
     const h = { "x-api-key": key as string, "content-type": "application/json" };
     const call = async (method: string, path: string, body?: unknown) => {
-      const res = await fetch(`${url}${path}`, { method, headers: h, body: body && JSON.stringify(body) });
+      const res = await fetch(`${url}${path}`, {
+        method,
+        headers: h,
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
       return (await res.json()) as Record<string, string | null>;
     };
     const created = await call("POST", "/v2/deployments", {
