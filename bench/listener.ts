@@ -104,7 +104,12 @@ const until = async (what: string, done: () => boolean, limitS = 1800) => {
 const available = (d: DesiredDeployment) => reported.get(d.revision_id) === "available";
 
 const t0 = Date.now();
+const progress = setInterval(() => {
+  const n = state.deployments.filter(available).length;
+  console.log(`  ${((Date.now() - t0) / 1000).toFixed(0)} s: ${n} of ${N} available, ${k8s.requests.length} requests`);
+}, 15_000);
 const rollout = await until(`${N} deployments available`, () => state.deployments.every(available));
+clearInterval(progress);
 const startRequests = k8s.requests.length;
 console.log(`${N} deployments applied and available in ${rollout.toFixed(1)} s (${startRequests} requests)`);
 

@@ -33,6 +33,8 @@ const now = () => new Date().toISOString().replace(/\.\d+Z$/, "Z");
 export class PodController {
   private timer: NodeJS.Timeout | undefined;
   private readonly owned = new Map<string, Obj[]>();
+  private seen = -1;
+  private again = false;
   /** Pods that crashed once already ("crash-once" pods are ready on their second look). */
   private readonly crashed = new Set<string>();
 
@@ -52,6 +54,11 @@ export class PodController {
 
   /** One pass over every workload (exported for tests that step it). */
   tick(): void {
+    // Nothing written since the last pass, and no pod mid-way through a crash: nothing to do.
+    if (this.store.resourceVersion === this.seen && !this.again) return;
+    this.again = false;
+    // What this pass writes is seen by the next one (the kubelet's pod status, then the workload's).
+    this.seen = this.store.resourceVersion;
     this.collectGarbage();
     // Pods by owner, listed once a pass (a lookup per workload would make a pass quadratic).
     this.owned.clear();
@@ -287,6 +294,7 @@ export class PodController {
     const behaviours = containers.map((c) => this.o.behaviour?.(String(c.image)) ?? "ready");
     const crashOnce = behaviours.includes("crash-once") && !this.crashed.has(name);
     const crashing = behaviours.includes("crash") || crashOnce;
+    if (crashOnce) this.again = true;
     if (crashOnce && obj(p.status).phase === "Running") this.crashed.add(name);
     const statuses = containers.map((c, i) => {
       const bad = behaviours[i] === "crash" || (behaviours[i] === "crash-once" && crashOnce);
