@@ -21,7 +21,9 @@ export interface BackupHeader {
   slipway_version: string;
   /** Where it was taken: "pglite" (the embedded database) or "postgres". */
   database: "pglite" | "postgres";
-  /** The migrations applied to the database (its schema version is the last). */
+  /** The database's schema version: the last migration applied. */
+  schema_version: string;
+  /** Every migration applied to the database. */
   migrations: string[];
   /** The active master key's id when the backup was taken (the key itself is never in a backup). */
   master_key_id: string;

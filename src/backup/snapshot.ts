@@ -65,6 +65,7 @@ export async function takeSnapshot(db: Database, info: SnapshotInfo, out: Writab
         slipway_backup: FORMAT,
         slipway_version: info.slipwayVersion,
         database: db.kind,
+        schema_version: migrations.at(-1) ?? "",
         migrations,
         master_key_id: info.masterKeyId,
         taken_at: new Date().toISOString(),

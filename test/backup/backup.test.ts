@@ -93,6 +93,7 @@ forEachDatabase("GET /v1/backup: who may take one", (suite) => {
     assert.equal(header.database, ctx.kind);
     assert.equal(header.master_key_id, ctx.keyring.activeKid);
     assert.ok((header.migrations as string[]).length > 0);
+    assert.equal(header.schema_version, (header.migrations as string[]).at(-1));
   });
 });
 
