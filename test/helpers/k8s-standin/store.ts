@@ -379,6 +379,8 @@ export class ObjectStore {
 
   private emit(e: WatchEvent): void {
     this.history.push(e);
+    // Compacted as etcd is: a watch from an older resourceVersion sees only the recent events.
+    if (this.history.length > 20_000) this.history.splice(0, this.history.length - 10_000);
     for (const w of this.watchers) w(e);
   }
 }
