@@ -7,6 +7,7 @@ import { join } from "node:path";
 import { after, describe, it } from "node:test";
 import { createTestDatabase, DB_KINDS, type TestDatabase } from "../helpers/databases.ts";
 import { REPO_ROOT, runSlipway, type SlipwayProcess } from "../helpers/process.ts";
+import { makeTarball } from "../helpers/tarballs.ts";
 
 const SERVING = /Slipway is serving (http:\/\/\S+) on/;
 /** The tree the issue names v0.1.0, for as long as no later `Release vX.Y.Z` commit exists. */
@@ -183,6 +184,33 @@ describe("upgrade from the previous release, both live on one PostgreSQL", () =>
       }
       const revisions = await call(via, "GET", `/v2/deployments/${acks[0]?.id}/revisions`);
       assert.equal(revisions.status, 200);
+    }
+    // Uploads across the two (migration 0028 added uploads.claimed_by): a URL issued by one server
+    // takes its tarball on the other, and the finished upload is single-use on both.
+    const tarball = await makeTarball({
+      "server.js": "require('node:http').createServer((q, s) => s.end('ok')).listen(process.env.PORT)",
+    });
+    for (const [issuer, receiver] of [
+      ["old", "new"],
+      ["new", "old"],
+    ] as const) {
+      const d = await call(issuer, "POST", "/v2/deployments", {
+        name: `upload-${issuer}`,
+        source: "internal_source",
+      });
+      assert.equal(d.status, 201, JSON.stringify(d.body));
+      const issued = await call(issuer, "POST", `/v2/deployments/${d.body.id}/upload-url`);
+      assert.equal(issued.status, 201, JSON.stringify(issued.body));
+      const signed = new URL(issued.body.upload_url as string);
+      const put = (via: Ack["via"]) =>
+        fetch(`${urls[via]}${signed.pathname}${signed.search}`, {
+          method: "PUT",
+          headers: { "content-type": "application/gzip" },
+          body: new Uint8Array(tarball),
+        });
+      const received = await put(receiver);
+      assert.equal(received.status, 200, `${issuer}'s URL on ${receiver}: ${await received.text()}`);
+      assert.equal((await put(issuer)).status, 409, "single use on the other server too");
     }
     assert.equal(await fresh.stop(), 0);
     assert.equal(await old.stop(), 0);
