@@ -39,4 +39,48 @@ forEachDatabase("audit log: a NUL byte in a path parameter", (suite) => {
       assert.ok(!ctx.readLogs().includes("writing the audit record failed"), "no failed audit write");
     });
   }
+
+  it("every write route with a path parameter: a NUL byte in it is refused and audited", async () => {
+    const ctx = suite.ctx;
+    const doc = (await ctx.app.inject({ method: "GET", url: "/openapi.json" })).json() as {
+      paths: Record<string, Record<string, { security?: unknown[] }>>;
+    };
+    const sent: { requestId: string; what: string; status: number }[] = [];
+    for (const [path, ops] of Object.entries(doc.paths)) {
+      if (!path.includes("{")) continue;
+      for (const [method, op] of Object.entries(ops)) {
+        if (!["post", "put", "patch", "delete"].includes(method)) continue;
+        // Routes without a key (signed upload URLs, OAuth callbacks) have no caller to audit.
+        if (Array.isArray(op.security) && op.security.length === 0) continue;
+        const url = path.replace(/\{[^}]+\}/g, "a%00b");
+        const requestId = `nul-all-${sent.length}-${Date.now()}`;
+        const res = await ctx.app.inject({
+          method: method.toUpperCase() as "POST",
+          url,
+          headers: {
+            ...ctx.headers(ctx.keys.system),
+            "x-request-id": requestId,
+            "content-type": "application/json",
+          },
+          payload: method === "delete" ? undefined : "{}",
+        });
+        sent.push({ requestId, what: `${method.toUpperCase()} ${path}`, status: res.statusCode });
+      }
+    }
+    assert.ok(sent.length >= 30, `only ${sent.length} write routes with a path parameter`);
+    assert.deepEqual(
+      sent.filter((r) => r.status >= 500).map((r) => `${r.what}: ${r.status}`),
+      [],
+      "no 5xx",
+    );
+    const log = await call<AuditRecord[]>(ctx, "GET", "/v1/audit-log?limit=500", undefined, {
+      key: ctx.keys.system,
+    });
+    const recorded = new Set(log.body.map((r) => r.request_id));
+    assert.deepEqual(
+      sent.filter((r) => !recorded.has(r.requestId)).map((r) => `${r.what} (${r.status})`),
+      [],
+      "every refused write is in the audit log",
+    );
+  });
 });
