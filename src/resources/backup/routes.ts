@@ -29,7 +29,11 @@ export async function backupRoutes(app: App): Promise<void> {
           "Restore it with `slipway restore FILE` (docs/operations.md).",
         produces: ["application/gzip"],
         response: {
-          200: Type.Unsafe<NodeJS.ReadableStream>({ type: "string", format: "binary", description: "The backup file." }),
+          200: Type.Unsafe<NodeJS.ReadableStream>({
+            type: "string",
+            format: "binary",
+            description: "The backup file.",
+          }),
           403: errorResponse("Not a system admin key."),
         },
       },
