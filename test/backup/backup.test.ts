@@ -11,9 +11,9 @@ import { readRevisionSecrets } from "../../src/core/deployments/secrets.ts";
 import { Keyring, keyId } from "../../src/crypto/envelope.ts";
 import { openDatabase, rows } from "../../src/db/client.ts";
 import { authMatrix } from "../helpers/auth-matrix.ts";
+import { api, contents, downloadBackup, makeSource, type Source } from "../helpers/backup-source.ts";
 import { createTestDatabase, DB_KINDS, type DbKind } from "../helpers/databases.ts";
 import { forEachDatabase } from "../helpers/harness.ts";
-import { api, contents, downloadBackup, makeSource, type Source } from "./helpers.ts";
 
 const SECRET = "backup-secret-value-42";
 

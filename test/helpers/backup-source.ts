@@ -10,8 +10,8 @@ import { type Database, rows } from "../../src/db/client.ts";
 import type { App } from "../../src/http/types.ts";
 import { createOrganization } from "../../src/resources/organizations/service.ts";
 import { ProcessBoard } from "../../src/runtimes/board.ts";
-import { createTestDatabase, type DbKind, type TestDatabase } from "../helpers/databases.ts";
-import { testConfig } from "../helpers/harness.ts";
+import { createTestDatabase, type DbKind, type TestDatabase } from "./databases.ts";
+import { testConfig } from "./harness.ts";
 
 /** A server (in process) whose master key the test knows, with a system admin key. */
 export interface Source {
