@@ -4,22 +4,10 @@
  * once the step has written its pid).
  * Usage: node --import tsx build-host.ts <dataDir> <specJson>
  */
-import type { RevisionSpec } from "../../src/runtimes/interface.ts";
-import { LocalRuntime } from "../../src/runtimes/local/runtime.ts";
+import { hostArgs, newRuntime } from "./local-runtime.ts";
 
-const [dataDir, specJson] = process.argv.slice(2);
-if (dataDir === undefined || specJson === undefined)
-  throw new Error("usage: build-host.ts <dataDir> <specJson>");
-const spec = JSON.parse(specJson) as RevisionSpec;
-const runtime = new LocalRuntime({
-  dataDir,
-  appsPort: 0,
-  appsDomain: "apps.test",
-  appsHost: "127.0.0.1",
-  healthTimeoutMs: 10_000,
-  logger: { info: () => {}, warn: () => {} },
-  sandbox: "none",
-});
+const { dataDir, spec } = hostArgs("build-host.ts");
+const runtime = newRuntime(dataDir);
 await runtime.start();
 const ctx = {
   log: (_stream: string, line: string) => process.stdout.write(`${line}\n`),

@@ -25,6 +25,17 @@ export function cleanupTemp(): void {
 
 export const quietLogger = { info: () => {}, warn: () => {} };
 
+/**
+ * The arguments of a host script (a stand-in Slipway process that a test kills):
+ * `<dataDir> <specJson> [more…]`.
+ */
+export function hostArgs(script: string): { dataDir: string; spec: RevisionSpec; more: string[] } {
+  const [dataDir, specJson, ...more] = process.argv.slice(2);
+  if (dataDir === undefined || specJson === undefined)
+    throw new Error(`usage: ${script} <dataDir> <specJson>`);
+  return { dataDir, spec: JSON.parse(specJson) as RevisionSpec, more };
+}
+
 export function newRuntime(dataDir: string, opts: Partial<LocalRuntimeOptions> = {}): LocalRuntime {
   return new LocalRuntime({
     dataDir,
