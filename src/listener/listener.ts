@@ -54,6 +54,8 @@ export class Listener {
   private lastLoop = Date.now();
   /** Namespaces the last prune could not look at, with why. */
   private pruneFailures: { namespace: string; reason: string }[] = [];
+  /** The app workloads' names of each desired revision. */
+  private readonly workloadsOf = new Map<string, string[]>();
   /** A Deployment went away under the listener: the next resync applies the desired state again. */
   private drift = false;
   /** What the last prune that reached every namespace kept (namespaces and object keys). */
@@ -198,6 +200,7 @@ export class Listener {
     for (const ns of this.namespaces) this.watches.ensure(ns);
     const live = new Set(deployments.map((d) => d.revision_id));
     for (const id of this.reported.keys()) if (!live.has(id)) this.reported.delete(id);
+    for (const id of this.workloadsOf.keys()) if (!live.has(id)) this.workloadsOf.delete(id);
     await this.evaluate();
   }
 
@@ -231,7 +234,12 @@ export class Listener {
         report = { revision_id: d.revision_id, state: "failed", reason: refused };
       } else {
         const n = names(d);
-        const workloads = [n.base, ...(partsOf(d).queue ? [n.queue] : [])];
+        // Resolving a spec is the costliest step of a pass: once per revision.
+        let workloads = this.workloadsOf.get(d.revision_id);
+        if (!workloads) {
+          workloads = [n.base, ...(partsOf(d).queue ? [n.queue] : [])];
+          this.workloadsOf.set(d.revision_id, workloads);
+        }
         const deployments = [];
         for (const name of workloads) {
           const cached = this.watches.deployment(d.namespace, name);
