@@ -3,10 +3,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { execEngine } from "../src/runtimes/engine/engine.ts";
 import type { RevisionSpec } from "../src/runtimes/interface.ts";
-import { LocalRuntime } from "../src/runtimes/local/runtime.ts";
 import { TestImages, testEngine } from "../test/helpers/container-images.ts";
 import { resetWorkspaceStores, seedWorkspaceStore } from "../test/helpers/dockerfile-apps.ts";
-import { timedBuild } from "./warm-build.ts";
+import { benchRuntime, timedBuild } from "./warm-build.ts";
 
 /**
  * A source's own Dockerfile rebuilt with only its last layer changed (the build phase: BUILDING →
@@ -34,15 +33,7 @@ export async function dockerfileRebuilds(warmRuns: number): Promise<DockerfileRe
   const images = new TestImages(engine);
   const dataDir = mkdtempSync(join(tmpdir(), "slipway-bench-dockerfile-"));
   const sources = mkdtempSync(join(tmpdir(), "slipway-bench-dockerfile-src-"));
-  const rt = new LocalRuntime({
-    dataDir,
-    appsPort: 0,
-    appsDomain: "apps.bench",
-    appsHost: "127.0.0.1",
-    healthTimeoutMs: 10_000,
-    logger: { info: () => {}, warn: () => {} },
-    sandbox: "none",
-  });
+  const rt = benchRuntime(dataDir, { sandbox: "none" });
   const built: string[] = [];
   try {
     const base = await images.baseImage();

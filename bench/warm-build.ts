@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { basename, join } from "node:path";
 import { performance } from "node:perf_hooks";
 import type { PhaseContext, RevisionSpec } from "../src/runtimes/interface.ts";
-import { LocalRuntime } from "../src/runtimes/local/runtime.ts";
+import { LocalRuntime, type LocalRuntimeOptions } from "../src/runtimes/local/runtime.ts";
 import { hostSystem, probeBwrap } from "../src/runtimes/local/sandbox/sandbox.ts";
 import { makeWheel } from "../test/helpers/python-index.ts";
 
@@ -31,6 +31,22 @@ function quietPhase(lines: string[]): PhaseContext {
   return { signal: new AbortController().signal, log: (_s, line) => lines.push(line) };
 }
 
+/** A local runtime for a build bench: quiet, on a free apps port. */
+export function benchRuntime(
+  dataDir: string,
+  extra: Partial<LocalRuntimeOptions> & Pick<LocalRuntimeOptions, "sandbox">,
+): LocalRuntime {
+  return new LocalRuntime({
+    dataDir,
+    appsPort: 0,
+    appsDomain: "apps.bench",
+    appsHost: "127.0.0.1",
+    healthTimeoutMs: 10_000,
+    logger: { info: () => {}, warn: () => {} },
+    ...extra,
+  });
+}
+
 /** Prepares the revision, then times its build phase (BUILDING → AWAITING_DEPLOY); the log's lines too. */
 export async function timedBuild(
   rt: LocalRuntime,
@@ -56,13 +72,7 @@ async function coldAndWarm(
 ): Promise<WarmResult> {
   const dataDir = mkdtempSync(join(tmpdir(), "slipway-bench-warm-"));
   const sources = mkdtempSync(join(tmpdir(), "slipway-bench-warm-src-"));
-  const rt = new LocalRuntime({
-    dataDir,
-    appsPort: 0,
-    appsDomain: "apps.bench",
-    appsHost: "127.0.0.1",
-    healthTimeoutMs: 10_000,
-    logger: { info: () => {}, warn: () => {} },
+  const rt = benchRuntime(dataDir, {
     sandbox,
     packageIndexes: { npm: "https://registry.npmjs.org/", pipExtra: [] },
   });

@@ -1,7 +1,7 @@
 import { request as httpRequest, type IncomingMessage, type RequestOptions } from "node:http";
 import { request as httpsRequest } from "node:https";
-import { isIP, type LookupFunction } from "node:net";
-import { checkedTarget, FetchFailed, FetchRefused, type Target } from "./safe-fetch.ts";
+import { isIP } from "node:net";
+import { checkedTarget, FetchFailed, FetchRefused, pinnedLookup, type Target } from "./safe-fetch.ts";
 
 /**
  * One API call of the proxy: the address checked by the same SSRF rules as every other outbound
@@ -44,12 +44,7 @@ function once(
 ): Promise<IncomingMessage> {
   const { url } = target;
   const shown = `${url.origin}${url.pathname}`;
-  // The connection goes to the address that was checked, never to a second DNS answer.
-  const pinned: LookupFunction = (_hostname, options, callback) => {
-    const first = target.addresses[0] as { address: string; family: 4 | 6 };
-    if (options.all) callback(null, target.addresses);
-    else callback(null, first.address, first.family);
-  };
+  const pinned = pinnedLookup(target);
   const headers = {
     ...req.headers,
     ...(body === undefined ? {} : { "content-length": String(body.length) }),

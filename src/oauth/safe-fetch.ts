@@ -46,6 +46,15 @@ export type SafeFetch = (url: string, init?: SafeRequestInit) => Promise<Respons
 const REDIRECTS = new Set([301, 302, 303, 307, 308]);
 const NO_BODY = new Set([101, 204, 205, 304]);
 
+/** A lookup that answers the target's checked addresses: the connection never takes a second DNS answer. */
+export function pinnedLookup(target: Target): LookupFunction {
+  return (_hostname, options, callback) => {
+    const first = target.addresses[0] as { address: string; family: 4 | 6 };
+    if (options.all) callback(null, target.addresses);
+    else callback(null, first.address, first.family);
+  };
+}
+
 export interface Target {
   url: URL;
   host: string;
@@ -140,12 +149,7 @@ function once(
 ): Promise<RawResponse> {
   const { url } = target;
   const shown = `${url.origin}${url.pathname}`;
-  // The connection goes to the address that was checked, never to a second DNS answer.
-  const pinned: LookupFunction = (_hostname, options, callback) => {
-    const first = target.addresses[0] as { address: string; family: 4 | 6 };
-    if (options.all) callback(null, target.addresses);
-    else callback(null, first.address, first.family);
-  };
+  const pinned = pinnedLookup(target);
   const options: RequestOptions & { servername?: string } = {
     protocol: url.protocol,
     hostname: target.host,
