@@ -106,7 +106,9 @@ const available = (d: DesiredDeployment) => reported.get(d.revision_id) === "ava
 const t0 = Date.now();
 const progress = setInterval(() => {
   const n = state.deployments.filter(available).length;
-  console.log(`  ${((Date.now() - t0) / 1000).toFixed(0)} s: ${n} of ${N} available, ${k8s.requests.length} requests`);
+  console.log(
+    `  ${((Date.now() - t0) / 1000).toFixed(0)} s: ${n} of ${N} available, ${k8s.requests.length} requests`,
+  );
 }, 15_000);
 const rollout = await until(`${N} deployments available`, () => state.deployments.every(available));
 clearInterval(progress);
