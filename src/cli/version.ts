@@ -1,5 +1,5 @@
 // The package's version, read from the package.json two levels up: src/cli/ and dist/cli/ both sit
-// there, so the source and the build (and an installed copy) answer the same.
+// there. The client's own reader: clients reach no server code but cli/serve.ts (config/version.ts is the server's).
 import { readFileSync } from "node:fs";
 
 export function packageVersion(): string {

@@ -1,6 +1,7 @@
 import swagger from "@fastify/swagger";
 import swaggerUi from "@fastify/swagger-ui";
 import type { FastifyInstance, RouteOptions } from "fastify";
+import { slipwayVersion } from "../config/version.ts";
 import { errorResponse } from "./errors.ts";
 
 const ERRORS: Record<string, string> = {
@@ -52,7 +53,7 @@ export async function registerOpenApi(app: FastifyInstance, basePath: string): P
       openapi: "3.1.0",
       info: {
         title: "Slipway",
-        version: "0.1.0",
+        version: slipwayVersion(),
         description:
           "Deployments, revisions and OAuth provider configurations. Authenticate with `X-Api-Key` " +
           "(or `Authorization: Bearer`); pick the workspace with `X-Tenant-Id`.",

@@ -1,4 +1,5 @@
 import * as oauth from "oauth4webapi";
+import { slipwayVersion } from "../config/version.ts";
 import type { TokenEndpointAuthMethod } from "../db/schema/oauth.ts";
 import { FetchRefused, type SafeFetch } from "./safe-fetch.ts";
 import { urlProblem } from "./url-policy.ts";
@@ -68,7 +69,7 @@ async function probe(fetch: SafeFetch, mcpServerUrl: string): Promise<string | n
       params: {
         protocolVersion: "2025-06-18",
         capabilities: {},
-        clientInfo: { name: "slipway", version: "0.1.0" },
+        clientInfo: { name: "slipway", version: slipwayVersion() },
       },
     }),
     discardBody: true,

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { backupToDir, scheduledFileName } from "../backup/schedule.ts";
 import { claimScheduledBackup, finishScheduledBackup } from "../backup/store.ts";
-import { slipwayVersion } from "../backup/version.ts";
+import { slipwayVersion } from "../config/version.ts";
 import type { Worker } from "./context.ts";
 import { messageOf } from "./errors.ts";
 import { asLeader } from "./store.ts";

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { finished } from "node:stream/promises";
 import { Type } from "@sinclair/typebox";
 import { takeSnapshot } from "../../backup/snapshot.ts";
-import { slipwayVersion } from "../../backup/version.ts";
+import { slipwayVersion } from "../../config/version.ts";
 import { errorResponse } from "../../http/errors.ts";
 import type { App } from "../../http/types.ts";
 
