@@ -1,14 +1,13 @@
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
-import { request } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
 import { keyId } from "../../src/crypto/envelope.ts";
 import { runCli } from "../helpers/cli.ts";
 import { createTestDatabase, DB_KINDS, type TestDatabase } from "../helpers/databases.ts";
-import { runSlipway, type SlipwayProcess } from "../helpers/process.ts";
+import { hostStatus, runSlipway, type SlipwayProcess } from "../helpers/process.ts";
 
 const SERVING = /Slipway is serving (http:\/\/\S+) on/;
 const SECRET = "cli-backup-secret-77";
@@ -20,17 +19,6 @@ async function api<T>(base: string, key: string, method: string, path: string, b
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   return { status: res.status, body: (await res.json()) as T };
-}
-
-function appStatus(port: number, host: string): Promise<number> {
-  return new Promise((resolve) => {
-    const req = request({ host: "127.0.0.1", port, path: "/", headers: { host } }, (res) => {
-      res.resume();
-      resolve(res.statusCode ?? 0);
-    });
-    req.on("error", () => resolve(0));
-    req.end();
-  });
 }
 
 interface Served {
@@ -215,7 +203,7 @@ describe("slipway backup and slipway restore", () => {
         );
         if (d.body.active_revision_id && d.body.status === "READY") {
           // fetch() may not set Host; node:http may.
-          if ((await appStatus(Number(port), "hello.localhost")) === 200) return d.body.active_revision_id;
+          if ((await hostStatus(Number(port), "hello.localhost")) === 200) return d.body.active_revision_id;
         }
         await new Promise((r) => setTimeout(r, 500));
       }

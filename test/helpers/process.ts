@@ -1,4 +1,5 @@
 import { type ChildProcess, spawn } from "node:child_process";
+import { request } from "node:http";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -74,4 +75,16 @@ export function runSlipway(args: string[], env: Record<string, string>, root?: s
       return exited;
     },
   };
+}
+
+/** The status of `GET /` at 127.0.0.1:port with Host `host` (node:http: fetch may not set Host); 0 when unreachable. */
+export function hostStatus(port: number, host: string): Promise<number> {
+  return new Promise((resolve) => {
+    const req = request({ host: "127.0.0.1", port, path: "/", headers: { host } }, (res) => {
+      res.resume();
+      resolve(res.statusCode ?? 0);
+    });
+    req.on("error", () => resolve(0));
+    req.end();
+  });
 }

@@ -1,26 +1,14 @@
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { mkdtempSync, rmSync, statfsSync, writeFileSync } from "node:fs";
-import { request } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
 import { createTestDatabase, DB_KINDS, type TestDatabase } from "../helpers/databases.ts";
-import { runSlipway, type SlipwayProcess } from "../helpers/process.ts";
+import { hostStatus, runSlipway, type SlipwayProcess } from "../helpers/process.ts";
 
 const SERVING = /Slipway is serving (http:\/\/\S+) on/;
 const TERMINAL = ["DEPLOYED", "BUILD_FAILED", "DEPLOY_FAILED", "CREATE_FAILED"];
-
-function appStatus(port: number, host: string): Promise<number> {
-  return new Promise((resolve) => {
-    const req = request({ host: "127.0.0.1", port, path: "/", headers: { host } }, (res) => {
-      res.resume();
-      resolve(res.statusCode ?? 0);
-    });
-    req.on("error", () => resolve(0));
-    req.end();
-  });
-}
 
 /**
  * A build on a full disk: the data dir (where builds write) on a small tmpfs, the database on
@@ -93,7 +81,7 @@ describe("a build on a full disk", () => {
       throw new Error(`revision ${revision} never settled:\n${server.output().slice(-2000)}`);
     };
     assert.equal((await settled(created.latest_revision_id ?? null)).status, "DEPLOYED");
-    assert.equal(await appStatus(Number(port), "hello.localhost"), 200);
+    assert.equal(await hostStatus(Number(port), "hello.localhost"), 200);
 
     const filler = join(dir, "filler");
     const fs = statfsSync(dir);
@@ -107,7 +95,7 @@ describe("a build on a full disk", () => {
     assert.ok(["CREATE_FAILED", "BUILD_FAILED"].includes(failed.status ?? ""), JSON.stringify(failed));
     assert.match(failed.status_message ?? "", /ENOSPC|no space/i);
     assert.equal(
-      await appStatus(Number(port), "hello.localhost"),
+      await hostStatus(Number(port), "hello.localhost"),
       200,
       "the deployed revision keeps serving",
     );
@@ -117,7 +105,7 @@ describe("a build on a full disk", () => {
       secrets: [{ name: "ROUND", value: "third-round" }],
     });
     assert.equal((await settled(again.latest_revision_id ?? null)).status, "DEPLOYED");
-    assert.equal(await appStatus(Number(port), "hello.localhost"), 200);
+    assert.equal(await hostStatus(Number(port), "hello.localhost"), 200);
     assert.equal(await server.stop(), 0);
   });
 });
