@@ -1,5 +1,6 @@
 // The cluster side, through @kubernetes/client-node: server-side apply (a server dry-run of every
 // object first), listing and deleting what this listener labelled, and watching its Deployments.
+// Why over 300 lines: every call to the API server in one place, each with its timeout and 403 handling.
 import {
   ApiException,
   type Informer,

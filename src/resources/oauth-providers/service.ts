@@ -1,3 +1,5 @@
+// Why over 300 lines: create, patch and delete of providers with the catalog's template filling and
+// the URL checks they share; the template filling is the part to move out when this grows.
 import { randomUUID } from "node:crypto";
 import type { Config } from "../../config.ts";
 import { inAuditedTransaction } from "../../core/audit/scope.ts";
