@@ -67,10 +67,44 @@ function quiet(engine: Engine, args: string[]): Promise<{ code: number | null; s
     .catch(() => ({ code: 1, stdout: "" }));
 }
 
+/** What podman says of an image a killed build left half-written (its id is the one to remove). */
+const BROKEN_IMAGE = /locating item named "[^"]+" for image with ID "([0-9a-f]{64})"/;
+
+/**
+ * A build stopped mid-commit (past a limit, or its server killed) can leave an image record with no
+ * manifest, and every later listing of that store then fails. Such records are removed, one a pass,
+ * until the store lists again; they hold nothing a later build could reuse.
+ */
+export async function repairStore(
+  engine: Engine,
+  store: BuildStore,
+  log?: (line: string) => void,
+): Promise<void> {
+  for (let pass = 0; pass < 20; pass++) {
+    let text = "";
+    const signal = new AbortController().signal;
+    const r = await run(engine.name, [...storeFlags(store), "images", "--quiet"], {
+      cwd: "/",
+      env: engine.env,
+      signal,
+      onLine: (line) => {
+        text += `${line}\n`;
+      },
+    }).catch(() => undefined);
+    const broken = r === undefined || r.code === 0 ? undefined : BROKEN_IMAGE.exec(text)?.[1];
+    if (broken === undefined) return;
+    log?.(
+      `slipway: removing the half-written image ${broken.slice(0, 12)} a stopped build left in the cache`,
+    );
+    await quiet(engine, [...storeFlags(store), "rmi", "--force", broken]);
+  }
+}
+
 /** Tagged images of one deployment in a store (the default one when `store` is undefined). */
 async function deploymentImages(engine: Engine, deploymentId: string, store?: BuildStore): Promise<string[]> {
   const repo = `${BUILT_IMAGE_PREFIX}${deploymentId}`.toLowerCase();
   const flags = store === undefined ? [] : storeFlags(store);
+  if (store !== undefined) await repairStore(engine, store);
   const r = await quiet(engine, [...flags, "images", "--format", "{{.Repository}}:{{.Tag}}"]);
   return r.stdout
     .split("\n")
@@ -116,5 +150,6 @@ export async function capStore(
   log(
     `slipway: the workspace's image cache is over SLIPWAY_BUILD_CACHE_MB (${Math.round(capBytes / 1048576)} MB): pruning it`,
   );
+  await repairStore(engine, store, log);
   await quiet(engine, [...storeFlags(store), "image", "prune", "--all", "--force"]);
 }

@@ -5,7 +5,14 @@ import type { EngineFinder } from "../engine/finder.ts";
 import { BuildError } from "../interface.ts";
 import { abortError, describeExit, run } from "../shared/exec.ts";
 import type { BuildRecord } from "./app-config.ts";
-import { builtImageRef, capStore, recordStore, storeFlags, workspaceStorage } from "./build-stores.ts";
+import {
+  builtImageRef,
+  capStore,
+  recordStore,
+  repairStore,
+  storeFlags,
+  workspaceStorage,
+} from "./build-stores.ts";
 import { DEFAULT_BUILD_CACHE_BYTES } from "./cache.ts";
 import { diskUsage, withDiskLimit } from "./disk-limit.ts";
 import { imageVersion, inspectImage } from "./image.ts";
@@ -140,6 +147,7 @@ export async function buildFromDockerfile(b: DockerfileBuild): Promise<BuildReco
   const limitBytes = before + b.diskLimitBytes;
   const limit = { dir: storage.root, limitBytes, signal: b.signal, exceeded, log: b.log };
   const buildEngine = { ...engine, env: { ...engine.env, TMPDIR: scratch } };
+  let built = false;
   try {
     const result = await withDiskLimit(limit, (signal) =>
       podman(
@@ -164,9 +172,11 @@ export async function buildFromDockerfile(b: DockerfileBuild): Promise<BuildReco
       ),
     );
     if (result.code !== 0) fail(b.log, steps.message(describeExit(result)));
+    built = true;
   } finally {
     await endRunSteps(engine, scratch);
     await rm(scratch, { recursive: true, force: true });
+    if (!built) await repairStore(engine, storage, b.log);
   }
 
   // Into the engine's default store, where containers run: a push between stores copies only the

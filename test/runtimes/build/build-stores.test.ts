@@ -1,7 +1,10 @@
 import assert from "node:assert/strict";
+import { rmSync } from "node:fs";
+import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { builtImageRef, workspaceStorage } from "../../../src/runtimes/build/build-stores.ts";
 import { type Engine, execEngine } from "../../../src/runtimes/engine/engine.ts";
+import { BuildError } from "../../../src/runtimes/interface.ts";
 import type { LocalRuntime } from "../../../src/runtimes/local/runtime.ts";
 import { TestImages, testEngine } from "../../helpers/container-images.ts";
 import { dockerfileApp, resetWorkspaceStores, seedWorkspaceStore } from "../../helpers/dockerfile-apps.ts";
@@ -37,10 +40,11 @@ describe("the images Dockerfile builds leave behind", { skip }, () => {
     base = await images.baseImage();
     await seedWorkspaceStore(engine, dataDir, "ws-gc", base);
     await seedWorkspaceStore(engine, dataDir, "ws-cap", base);
+    await seedWorkspaceStore(engine, dataDir, "ws-broken", base);
   });
   after(async () => {
     await Promise.all(runtimes.map((r) => r.close()));
-    if (engine !== undefined) await resetWorkspaceStores(engine, dataDir, ["ws-gc", "ws-cap"]);
+    if (engine !== undefined) await resetWorkspaceStores(engine, dataDir, ["ws-gc", "ws-cap", "ws-broken"]);
     await images?.cleanup(runtimes.map((r) => r.containers.owner));
     cleanupTemp();
   });
@@ -95,5 +99,37 @@ describe("the images Dockerfile builds leave behind", { skip }, () => {
     assert.deepEqual(await tagged("ws-cap"), [], "nothing is left in use there");
     assert.ok((await tagged()).includes(builtImageRef(s.deploymentId, s.revisionId)));
     assert.equal(await rt.isBuilt(s), true);
+  });
+
+  it("a half-written image a stopped build left is removed, so the store lists again", async () => {
+    assert.ok(engine);
+    const store = workspaceStorage(dataDir, "ws-broken");
+    const flags = ["--root", store.root, "--runroot", store.runroot];
+    const ids = await execEngine(engine, [...flags, "images", "--quiet", "--no-trunc"]);
+    assert.ok(ids.ok, ids.stderr);
+    const id =
+      ids.stdout
+        .trim()
+        .split("\n")[0]
+        ?.replace(/^sha256:/, "") ?? "";
+    assert.match(id, /^[0-9a-f]{64}$/);
+    // What a build killed mid-commit leaves: the image's record without its manifest.
+    rmSync(join(store.root, "overlay-images", id, "manifest"));
+    const broken = await execEngine(engine, [...flags, "images"]);
+    assert.equal(broken.ok, false, "podman cannot list a store with a half-written image");
+    assert.match(broken.stderr, /locating item named "manifest"/);
+
+    const rt = newRuntime(dataDir, { healthTimeoutMs: 90_000 });
+    runtimes.push(rt);
+    const s = spec(
+      { kind: "directory", path: dockerfileApp(base, { run: "exit 3" }) },
+      { workspaceId: "ws-broken" },
+    );
+    const ctx = phase();
+    await rt.prepare(s, ctx);
+    await assert.rejects(rt.build(s, ctx), BuildError);
+    assert.match(ctx.text("build"), new RegExp(`removing the half-written image ${id.slice(0, 12)}`));
+    const after = await execEngine(engine, [...flags, "images", "--quiet"]);
+    assert.ok(after.ok, after.stderr);
   });
 });
