@@ -4,6 +4,8 @@ import type { Database } from "../db/client.ts";
 /** Fallback when a NOTIFY is missed (another process's listener reconnecting, say). */
 const POLL_MS = 1000;
 const HEARTBEAT_MS = 15_000;
+/** How long a closing server waits for a stream's peer to take its last bytes. */
+const END_GRACE_MS = 1000;
 
 /** What one server-sent event stream reads from, and when it should read again. */
 export interface SseSource {
@@ -82,7 +84,12 @@ export async function streamSse(
     closing.removeEventListener("abort", onClose);
     await unlisten();
     if (!res.writableEnded) res.end();
-    // The server is closing: the connection must not stay open waiting for a next request.
-    if (closing.aborted) res.socket?.end();
+    // The server is closing: the connection must not stay open waiting for a next request, nor on
+    // a peer that stopped reading (a proxy whose own client left): it gets a moment, then is cut.
+    const socket = res.socket;
+    if (closing.aborted && socket) {
+      socket.end();
+      setTimeout(() => socket.destroy(), END_GRACE_MS).unref();
+    }
   }
 }

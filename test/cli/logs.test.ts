@@ -58,6 +58,8 @@ function proxyWithoutEvents(target: number): Server {
       },
     );
     upstream.on("error", () => res.destroy());
+    // As a proxy does: a client that leaves takes its upstream request with it.
+    res.on("close", () => upstream.destroy());
     req.pipe(upstream);
   });
 }

@@ -80,3 +80,21 @@ it("an open event stream ends when the app closes", async () => {
     await ctx.close();
   }
 });
+
+it("an event stream whose client stopped reading does not hold the app's close", async () => {
+  const { ctx, port } = await listening();
+  // What a proxy whose own client left does: the upstream socket open, paused, never ended.
+  const socket = connect({ port, host: "127.0.0.1", allowHalfOpen: true });
+  socket.on("error", () => {});
+  await once(socket, "connect");
+  socket.write(`GET /v2/events HTTP/1.1\r\nhost: x\r\nx-api-key: ${ctx.keys.admin}\r\n\r\n`);
+  const [head] = (await once(socket, "data")) as [Buffer];
+  assert.match(head.toString("utf8"), /^HTTP\/1\.1 200 /);
+  socket.pause();
+  try {
+    await within(ctx.app.close(), 5000, "closing the app");
+  } finally {
+    socket.destroy();
+    await ctx.close();
+  }
+});
