@@ -1,6 +1,6 @@
 // The listener's only connection: outbound HTTP to the control plane (long-polled desired state,
 // status reports). See docs/kubernetes.md for the protocol.
-import type { DesiredState, RevisionReport } from "../protocol/listener.ts";
+import type { DeploymentPodsReport, DesiredState, RevisionReport } from "../protocol/listener.ts";
 
 export class ControlPlaneError extends Error {
   constructor(
@@ -74,12 +74,12 @@ export class ControlPlane {
     return { ...(body as DesiredState), namespaces };
   }
 
-  /** Reports revision states; an empty list is a heartbeat. */
-  async report(revisions: RevisionReport[]): Promise<void> {
+  /** Reports revision states and changed pods; an empty list is a heartbeat. */
+  async report(revisions: RevisionReport[], deployments?: DeploymentPodsReport[]): Promise<void> {
     const res = await this.request("status", {
       method: "POST",
       headers: { "content-type": "application/json" },
-      body: JSON.stringify({ revisions }),
+      body: JSON.stringify(deployments ? { revisions, deployments } : { revisions }),
     });
     await res.arrayBuffer();
   }

@@ -3,6 +3,7 @@
 import type { Server } from "node:http";
 import { KubeConfig } from "@kubernetes/client-node";
 import {
+  type DeploymentPodsReport,
   type DesiredDeployment,
   type DesiredState,
   hostOf,
@@ -16,6 +17,7 @@ import { LABEL_COMPONENT, LABEL_INSTANCE, LABEL_REVISION } from "./manifests/com
 import { manifestsFor, names, partsOf } from "./manifests/index.ts";
 import type { K8sObject, ManifestOptions } from "./manifests/types.ts";
 import { PasswordKeeper } from "./passwords.ts";
+import { podsReport } from "./pods.ts";
 import { prune } from "./prune.ts";
 import { revisionState } from "./rollout.ts";
 import { Watches } from "./watches.ts";
@@ -36,6 +38,11 @@ export interface ListenerOptions {
   heartbeatMs: number;
   log: (line: string) => void;
 }
+
+/** Pods reported per deployment at most (the protocol's limit). */
+const MAX_PODS = 1000;
+/** Pods reports per status request at most this many bytes (the server takes 1 MiB by default). */
+const BATCH_BYTES = 256 * 1024;
 
 const sleep = (ms: number, signal: AbortSignal) =>
   new Promise<void>((resolve) => {
@@ -68,6 +75,10 @@ export class Listener {
   private readonly namespaces: Set<string>;
   /** Last state sent per revision ("state\0reason"), so only changes are posted. */
   private readonly reported = new Map<string, string>();
+  /** Last pods report sent per deployment (its JSON), so pods are posted only when they change. */
+  private readonly reportedPods = new Map<string, string>();
+  /** The server takes pods in status reports (its desired state says `pod_reports`). */
+  private podReports = false;
   private readonly failedApply = new Map<string, string>();
   private readonly watches: Watches;
   private readonly passwords: PasswordKeeper;
@@ -161,6 +172,7 @@ export class Listener {
 
   private async reconcile(state: DesiredState): Promise<void> {
     this.reconcileNeeded = false;
+    this.podReports = state.pod_reports === true;
     for (const ns of state.namespaces) this.namespaces.add(ns);
     const domain = this.o.domain;
     const deployments = state.deployments.map((d) =>
@@ -202,6 +214,8 @@ export class Listener {
     for (const ns of this.namespaces) this.watches.ensure(ns);
     const live = new Set(deployments.map((d) => d.revision_id));
     for (const id of this.reported.keys()) if (!live.has(id)) this.reported.delete(id);
+    const liveDeployments = new Set(deployments.map((d) => d.deployment_id));
+    for (const id of this.reportedPods.keys()) if (!liveDeployments.has(id)) this.reportedPods.delete(id);
     for (const id of this.workloadsOf.keys()) if (!live.has(id)) this.workloadsOf.delete(id);
     await this.evaluate();
   }
@@ -229,20 +243,21 @@ export class Listener {
 
   private async evaluateOnce(): Promise<void> {
     const changes: RevisionReport[] = [];
+    const podChanges: DeploymentPodsReport[] = [];
     for (const d of this.desired) {
       const refused = this.failedApply.get(d.revision_id);
+      const n = names(d);
       let report: RevisionReport;
+      const deployments: Record<string, unknown>[] = [];
       if (refused) {
         report = { revision_id: d.revision_id, state: "failed", reason: refused };
       } else {
-        const n = names(d);
         // Resolving a spec is the costliest step of a pass: once per revision.
         let workloads = this.workloadsOf.get(d.revision_id);
         if (!workloads) {
           workloads = [n.base, ...(partsOf(d).queue ? [n.queue] : [])];
           this.workloadsOf.set(d.revision_id, workloads);
         }
-        const deployments = [];
         for (const name of workloads) {
           const cached = this.watches.deployment(d.namespace, name);
           const obj =
@@ -267,17 +282,53 @@ export class Listener {
           deployments.length === workloads.length
             ? revisionState(d.revision_id, deployments, pods)
             : { revision_id: d.revision_id, state: "applied" };
+        // A finished rollout stays finished: pods failing later are the pods report's business
+        // (deployment.unhealthy), not a failed rollout of the revision that serves.
+        if (this.reported.get(d.revision_id)?.startsWith("available\0"))
+          report = { revision_id: d.revision_id, state: "available" };
       }
       const sig = `${report.state}\0${report.reason ?? ""}`;
       if (this.reported.get(d.revision_id) !== sig) changes.push(report);
+      // Pods only from the watch cache (no list per deployment); until it has listed, a later pass.
+      const all = this.podReports ? this.watches.instancePods(d.namespace, n.base) : null;
+      if (all) {
+        const pods = podsReport({
+          deploymentId: d.deployment_id,
+          revisionId: d.revision_id,
+          pods: all,
+          workloads: deployments,
+        });
+        pods.pods = pods.pods.slice(0, MAX_PODS);
+        if (this.reportedPods.get(d.deployment_id) !== JSON.stringify(pods)) podChanges.push(pods);
+      }
     }
-    if (changes.length) await this.send(changes);
+    if (changes.length || podChanges.length) await this.send(changes, podChanges);
   }
 
-  private async send(reports: RevisionReport[]): Promise<void> {
-    await this.cp.report(reports);
-    this.lastContact = Date.now();
-    for (const r of reports) this.reported.set(r.revision_id, `${r.state}\0${r.reason ?? ""}`);
+  /** Posts revision states and changed pods, in requests well under the server's body limit. */
+  private async send(reports: RevisionReport[], pods: DeploymentPodsReport[] = []): Promise<void> {
+    const batches: DeploymentPodsReport[][] = [];
+    let batch: DeploymentPodsReport[] = [];
+    let size = 0;
+    for (const p of pods) {
+      const bytes = JSON.stringify(p).length;
+      if (batch.length && (size + bytes > BATCH_BYTES || batch.length >= 1000)) {
+        batches.push(batch);
+        batch = [];
+        size = 0;
+      }
+      batch.push(p);
+      size += bytes;
+    }
+    if (batch.length) batches.push(batch);
+    for (let i = 0; i < Math.max(1, batches.length); i++) {
+      const revisions = i === 0 ? reports : [];
+      const deployments = batches[i] ?? [];
+      await this.cp.report(revisions, deployments.length ? deployments : undefined);
+      this.lastContact = Date.now();
+      for (const r of revisions) this.reported.set(r.revision_id, `${r.state}\0${r.reason ?? ""}`);
+      for (const p of deployments) this.reportedPods.set(p.deployment_id, JSON.stringify(p));
+    }
   }
 
   private resync(): void {

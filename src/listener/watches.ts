@@ -81,11 +81,11 @@ export class Watches {
   }
 
   /**
-   * The app's pods (components api and queue) of one revision, from the cache; null when it has
-   * not listed yet. An index by instance, rebuilt only after pod events, keeps judging every
-   * revision linear in their number.
+   * The app's pods (components api and queue) of every revision of one instance, from the cache;
+   * null when it has not listed yet. An index by instance, rebuilt only after pod events, keeps
+   * judging every revision linear in their number.
    */
-  revisionPods(namespace: string, instance: string, revisionId: string): Obj[] | null {
+  instancePods(namespace: string, instance: string): Obj[] | null {
     const c = this.byNamespace.get(namespace);
     if (!c?.synced.pods) return null;
     let index = this.podIndex.get(namespace);
@@ -93,15 +93,25 @@ export class Watches {
       index = new Map();
       for (const p of c.pods.list(namespace)) {
         const value = p.metadata?.labels?.[LABEL_INSTANCE];
-        if (value !== undefined) index.set(value, [...(index.get(value) ?? []), p as unknown as Obj]);
+        const component = p.metadata?.labels?.[LABEL_COMPONENT];
+        if (value === undefined || (component !== "api" && component !== "queue")) continue;
+        index.set(value, [...(index.get(value) ?? []), p as unknown as Obj]);
       }
       this.podIndex.set(namespace, index);
     }
-    return (index.get(instance) ?? []).filter((p) => {
-      const labels = ((p.metadata as Obj | undefined)?.labels ?? {}) as Record<string, string>;
-      const component = labels[LABEL_COMPONENT];
-      return labels[LABEL_REVISION] === revisionId && (component === "api" || component === "queue");
-    });
+    return index.get(instance) ?? [];
+  }
+
+  /** The app's pods (components api and queue) of one revision, from the cache; null before its first list. */
+  revisionPods(namespace: string, instance: string, revisionId: string): Obj[] | null {
+    return (
+      this.instancePods(namespace, instance)?.filter(
+        (p) =>
+          ((p.metadata as Obj | undefined)?.labels as Record<string, string> | undefined)?.[
+            LABEL_REVISION
+          ] === revisionId,
+      ) ?? null
+    );
   }
 
   stop(): void {

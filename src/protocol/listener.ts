@@ -80,6 +80,11 @@ export const DesiredState = Type.Object({
   deployments: Type.Array(DesiredDeployment, {
     description: "Everything the listener should run; what is not here must be pruned.",
   }),
+  pod_reports: Type.Optional(
+    Type.Boolean({
+      description: "This server takes `deployments` (pods) in status reports; absent from older servers.",
+    }),
+  ),
   namespaces: Type.Array(Type.String(), {
     description:
       "The listener's namespaces (compute_config.k8s_namespaces): where it prunes, also after the last deployment of one is gone.",
@@ -101,9 +106,69 @@ export const RevisionReport = Type.Object(
 );
 export type RevisionReport = Static<typeof RevisionReport>;
 
+/**
+ * A pod's state after the listener's judgement: `ready`; `starting` (not ready yet, also pending
+ * on an image pull, a scheduler with no room or a missing Secret: `reason` says); `restarting` (a
+ * container exited and runs again); `crash_looping` (CrashLoopBackOff); `refused` (never created:
+ * admission or a ResourceQuota refused it; its name is then its workload's); `failed` (the pod
+ * ended for good, e.g. evicted).
+ */
+export const POD_STATES = ["ready", "starting", "restarting", "crash_looping", "refused", "failed"] as const;
+export type PodState = (typeof POD_STATES)[number];
+export const POD_COMPONENTS = ["api", "queue"] as const;
+
+export const PodReport = Type.Object(
+  {
+    name: Type.String({ minLength: 1, maxLength: 253 }),
+    revision_id: Uuid,
+    component: StringEnum(POD_COMPONENTS),
+    state: StringEnum(POD_STATES),
+    restarts: Type.Integer({ minimum: 0, maximum: 2_147_483_647 }),
+    started_at: Type.Optional(
+      Type.String({ format: "date-time", description: "When its app container last started." }),
+    ),
+    reason: Type.Optional(
+      Type.String({
+        maxLength: 2000,
+        description: "Why it is not ready: the container state's or event's reason and message.",
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+export type PodReport = Static<typeof PodReport>;
+
+/** One deployment's pods (API and queue workers of every revision still there), sent when they change. */
+export const DeploymentPodsReport = Type.Object(
+  {
+    deployment_id: Uuid,
+    revision_id: Type.String({
+      format: "uuid",
+      description: "The revision the listener runs for it (desired).",
+    }),
+    serving: Type.Boolean({ description: "Whether an API pod of `revision_id` is ready." }),
+    reason: Type.Optional(
+      Type.String({
+        maxLength: 2000,
+        description: "When not serving: why (the first not-ready pod's reason).",
+      }),
+    ),
+    pods: Type.Array(PodReport, { maxItems: 1000 }),
+  },
+  { additionalProperties: false },
+);
+export type DeploymentPodsReport = Static<typeof DeploymentPodsReport>;
+
 export const StatusReport = Type.Object(
   {
     revisions: Type.Array(RevisionReport, { maxItems: 1000, description: "An empty list is a heartbeat." }),
+    deployments: Type.Optional(
+      Type.Array(DeploymentPodsReport, {
+        maxItems: 1000,
+        description:
+          "Deployments whose pods changed since the last report. Older listeners leave it out; a listener sends it only to a server whose desired state says `pod_reports: true` (older servers refuse unknown fields).",
+      }),
+    ),
   },
   { additionalProperties: false },
 );

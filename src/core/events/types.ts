@@ -4,6 +4,8 @@ export const EVENT_TYPES = [
   "deployment.deleted",
   "deployment.status_changed",
   "deployment.storage_exceeded",
+  "deployment.unhealthy",
+  "deployment.healthy",
   "revision.status_changed",
   "listener.status_changed",
   "oauth.token.created",

@@ -1,4 +1,4 @@
-import { integer, jsonb, pgTable, text, timestamp, uuid } from "drizzle-orm/pg-core";
+import { boolean, integer, jsonb, pgTable, text, timestamp, uuid } from "drizzle-orm/pg-core";
 import { organizations, workspaces } from "./identity.ts";
 
 const ts = (name: string) => timestamp(name, { withTimezone: true });
@@ -21,4 +21,19 @@ export const listeners = pgTable("listeners", {
   desiredHash: text("desired_hash").notNull().default(""),
   createdAt: ts("created_at").notNull().defaultNow(),
   updatedAt: ts("updated_at").notNull().defaultNow(),
+});
+
+/** Each listener deployment's latest pods report and its serving state (migration 0032). */
+export const deploymentPods = pgTable("deployment_pods", {
+  deploymentId: uuid("deployment_id").primaryKey(),
+  listenerId: uuid("listener_id")
+    .notNull()
+    .references(() => listeners.id),
+  revisionId: uuid("revision_id").notNull(),
+  pods: jsonb("pods").$type<unknown[]>().notNull().default([]),
+  serving: boolean("serving").notNull(),
+  reason: text("reason"),
+  unhealthySince: ts("unhealthy_since"),
+  unhealthyReason: text("unhealthy_reason"),
+  reportedAt: ts("reported_at").notNull().defaultNow(),
 });

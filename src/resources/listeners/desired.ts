@@ -111,5 +111,5 @@ export async function pollDesired(
   const deployments = [];
   for (const row of rows) deployments.push(await describe(db, keyring, settings, listenerId, row));
   const namespaces = await listenerNamespaces(db.orm, listenerId);
-  return { version: state.version, listener_id: listenerId, deployments, namespaces };
+  return { version: state.version, listener_id: listenerId, deployments, pod_reports: true, namespaces };
 }
