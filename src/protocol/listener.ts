@@ -166,7 +166,7 @@ export const StatusReport = Type.Object(
       Type.Array(DeploymentPodsReport, {
         maxItems: 1000,
         description:
-          "Deployments whose pods changed since the last report. Older listeners leave it out; a listener sends it only to a server whose desired state says `pod_reports: true` (older servers refuse unknown fields).",
+          "Deployments whose pods changed since the last report. Older listeners leave it out; a listener sends it only to a server whose desired state says `pod_reports: true` (older servers would drop it unread).",
       }),
     ),
   },

@@ -81,7 +81,8 @@ const STATE_OF: Record<PodReport["state"], DeploymentProcess["state"]> = {
 /** A listener's pods in the processes' shape: numbered 1, 2, … within type and revision. */
 function fromPods(pods: PodReport[]): DeploymentProcess[] {
   const counters = new Map<string, number>();
-  return pods.map((p) => {
+  const named = [...pods].sort((a, b) => a.name.localeCompare(b.name, "en", { numeric: true }));
+  return named.map((p) => {
     const key = `${p.component}/${p.revision_id}`;
     const index = (counters.get(key) ?? 0) + 1;
     counters.set(key, index);

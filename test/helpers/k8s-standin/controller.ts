@@ -10,8 +10,11 @@ import { admitPod } from "./pod-security.ts";
 import { findResource, type ResourceType } from "./resources.ts";
 import { ApiError, type ObjectStore } from "./store.ts";
 
-/** What a pod of an image does: "ready", "crash" (CrashLoopBackOff for ever), "crash-once". */
-export type Behaviour = "ready" | "crash" | "crash-once";
+/**
+ * What a pod of an image does: "ready", "crash" (CrashLoopBackOff for ever), "crash-once", or
+ * "unschedulable" (no node has room: Pending, PodScheduled False).
+ */
+export type Behaviour = "ready" | "crash" | "crash-once" | "unschedulable";
 
 export interface ControllerOptions {
   /** By image; default "ready". */
@@ -50,6 +53,11 @@ export class PodController {
 
   stop(): void {
     clearInterval(this.timer);
+  }
+
+  /** What an image does changed (a test's behaviour function): the next pass looks at every pod. */
+  poke(): void {
+    this.again = true;
   }
 
   /** One pass over every workload (exported for tests that step it). */
@@ -294,6 +302,20 @@ export class PodController {
     const behaviours = containers.map((c) => this.o.behaviour?.(String(c.image)) ?? "ready");
     const crashOnce = behaviours.includes("crash-once") && !this.crashed.has(name);
     const crashing = behaviours.includes("crash") || crashOnce;
+    if (behaviours.includes("unschedulable")) {
+      this.writePodStatus(p, {
+        phase: "Pending",
+        conditions: [
+          {
+            type: "PodScheduled",
+            status: "False",
+            reason: "Unschedulable",
+            message: "0/3 nodes are available: 3 Insufficient cpu.",
+          },
+        ],
+      });
+      return;
+    }
     if (crashOnce) this.again = true;
     if (crashOnce && obj(p.status).phase === "Running") this.crashed.add(name);
     const statuses = containers.map((c, i) => {
@@ -325,13 +347,18 @@ export class PodController {
       ],
       containerStatuses: statuses,
     };
+    this.writePodStatus(p, status);
+  }
+
+  private writePodStatus(p: Obj, status: Obj): void {
     const cur = obj(p.status);
     if (JSON.stringify(stripTimes(cur)) === JSON.stringify(stripTimes(status))) return;
+    // A replace, not a merge: a pod going from Running to Pending keeps no container statuses.
     this.store.update(
       T("pods"),
       String(meta(p).namespace),
-      name,
-      { merge: { status } },
+      String(meta(p).name),
+      { merge: { status: { ...Object.fromEntries(Object.keys(cur).map((k) => [k, null])), ...status } } },
       "kubelet",
       false,
       true,
