@@ -4,6 +4,7 @@ import type { PackageIndexes } from "../build/plan/detection.ts";
 import type { EngineChoice } from "../engine/finder.ts";
 import type { ContainerNetwork } from "./containers/container.ts";
 import type { CustomHosts } from "./routing/router.ts";
+import type { RuntimeTls } from "./routing/tls.ts";
 import type { EgressPolicy, ProtectionOptions } from "./sandbox/confine.ts";
 
 /** How `slipway serve` (reconciler/start.ts) and the tests configure the local runtime; defaults in runtime.ts. */
@@ -55,6 +56,8 @@ export interface LocalRuntimeOptions {
   pidsMax?: number;
   /** SLIPWAY_APP_EGRESS and SLIPWAY_APP_EGRESS_ALLOW, for apps in their network namespaces (docs/network.md). */
   egress?: EgressPolicy;
+  /** HTTPS on its own port beside the apps port (docs/https.md); unset: plain HTTP only. */
+  tls?: RuntimeTls;
   /** Where the protections' tools are (tests simulate missing ones); defaults suit a Debian host. */
   protections?: Omit<ProtectionOptions, "pidsMax">;
 }

@@ -29,6 +29,7 @@ import { ensureCache } from "./redis/cache.ts";
 import { recordRestart } from "./routing/request-metrics.ts";
 import { AppsRouter } from "./routing/router.ts";
 import { DeploymentSlot } from "./routing/slot.ts";
+import { attachTls, type TlsEdge } from "./routing/tls.ts";
 import { staticGroup } from "./routing/static-group.ts";
 import { Confiner, OTHER_PROTECTION_PROBES } from "./sandbox/confine.ts";
 import type { Traffic } from "./scaling/traffic.ts";
@@ -49,6 +50,9 @@ export class LocalRuntime implements Runtime {
   private readonly router: AppsRouter;
   private readonly deployments = new Map<string, DeploymentSlot>();
   private boundPort: number | undefined;
+  /** The HTTPS listener (o.tls) and its bound port. */
+  private readonly tls: TlsEdge | undefined;
+  private tlsBound: number | undefined;
   private closed = false;
   private readonly stopGraceMs: number;
   private readonly drainTimeoutMs: number;
@@ -85,6 +89,7 @@ export class LocalRuntime implements Runtime {
       o.egress,
     );
     this.router = new AppsRouter(o.appsDomain, o.customHosts);
+    this.tls = o.tls === undefined ? undefined : attachTls(this.router, o.tls, () => this.tlsPort ?? 443);
     this.stopGraceMs = o.stopGraceMs ?? 5000;
     this.drainTimeoutMs = o.drainTimeoutMs ?? 30_000;
     this.restartBackoffMs = o.restartBackoffMs ?? 1000;
@@ -128,7 +133,14 @@ export class LocalRuntime implements Runtime {
     }
     await watchBuildGroups(this.layout.dataDir, this.stopGraceMs, this.o.logger);
     this.boundPort = await this.router.listen(this.o.appsPort, this.o.appsHost);
+    if (this.tls !== undefined && this.o.tls !== undefined)
+      this.tlsBound = await this.tls.listen(this.o.tls.port, this.o.appsHost);
     return this.boundPort;
+  }
+
+  /** The HTTPS listener's port (the bound one when asked for 0); undefined without TLS. */
+  get tlsPort(): number | undefined {
+    return this.tls === undefined ? undefined : (this.tlsBound ?? this.o.tls?.port);
   }
 
   /** The apps listener's port (the bound one when `appsPort` was 0). */
@@ -448,6 +460,7 @@ export class LocalRuntime implements Runtime {
     this.deployments.clear();
     await this.confiner.close();
     await this.confiner.closeNetworks();
+    await this.tls?.close();
     await this.router.close();
   }
 
