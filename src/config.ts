@@ -59,6 +59,20 @@ export interface Config {
     redisServer: string;
     /** Upper bound of an app config's `healthcheck_timeout_s`. */
     healthTimeoutMaxMs: number;
+    /** HTTPS on the apps listener (config/tls.ts, docs/https.md). */
+    tls: {
+      mode: "off" | "internal" | "acme" | "files";
+      /** SLIPWAY_APPS_TLS_PORT; 0 picks a free one. */
+      port: number;
+      /** The ACME server's directory, the PEM bundle trusted for it (its content), the account's contact. */
+      acme: { directoryUrl: string | undefined; ca: string | undefined; email: string | undefined };
+      /** files mode: the directory of `<host>.crt` and `<host>.key`. */
+      dir: string | undefined;
+      /** How often certificates are looked over (renewals, retries); the first retry's pause. */
+      checkEveryMs: number;
+      /** How long a client has to finish its TLS handshake. */
+      handshakeTimeoutMs: number;
+    };
   };
   /** API-process autoscaling and scale to zero of the local runtime (docs/local-runtime.md, "Scaling"). */
   scaling: {

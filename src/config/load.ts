@@ -2,6 +2,7 @@ import { resolve } from "node:path";
 import { type Config, ConfigError, type LogLevel } from "../config.ts";
 import { backupVars } from "./backup.ts";
 import { domainVars } from "./domains.ts";
+import { tlsVars } from "./tls.ts";
 import {
   absolutePathVar,
   basePathVar,
@@ -28,6 +29,7 @@ export function loadConfig(env: Env = process.env): Config {
   const dataDir = resolve(env.SLIPWAY_DATA_DIR || "./.slipway");
   const registryUrl = registryVar(env.SLIPWAY_REGISTRY_URL);
   const port = intVar(env, "PORT", 8080, 0, 65535);
+  const appsPort = intVar(env, "SLIPWAY_APPS_PORT", 8081, 0, 65535);
   const host = env.HOST || "127.0.0.1";
   const logLevel = (env.LOG_LEVEL || "info").toLowerCase() as LogLevel;
   if (!LOG_LEVELS.includes(logLevel)) {
@@ -97,12 +99,13 @@ export function loadConfig(env: Env = process.env): Config {
       allowPlainPkce: boolVar(env, "SLIPWAY_OAUTH_ALLOW_PLAIN_PKCE", false),
     },
     apps: {
-      port: intVar(env, "SLIPWAY_APPS_PORT", 8081, 0, 65535),
+      port: appsPort,
       domain: env.SLIPWAY_APPS_DOMAIN || "localhost",
       databaseUrl: env.SLIPWAY_APPS_DATABASE_URL || undefined,
       healthTimeoutMs: intVar(env, "SLIPWAY_HEALTH_TIMEOUT_MS", 30_000, 100, 600_000),
       redisServer: absolutePathVar(env, "SLIPWAY_REDIS_SERVER", "/usr/bin/redis-server"),
       healthTimeoutMaxMs: intVar(env, "SLIPWAY_HEALTH_TIMEOUT_MAX_S", 300, 1, 3600) * 1000,
+      tls: tlsVars(env, appsPort),
     },
     scaling: {
       targetConcurrency: intVar(env, "SLIPWAY_AUTOSCALE_TARGET_CONCURRENCY", 10, 1, 100_000),

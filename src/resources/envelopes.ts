@@ -2,6 +2,7 @@ import { deploymentEnvelopes } from "../core/deployments/runtime-store.ts";
 import { revisionEnvelopes } from "../core/revisions/secrets-store.ts";
 import type { EnvelopeColumn } from "../crypto/rotate.ts";
 import type { Executor } from "../db/client.ts";
+import { certificateEnvelopes } from "./certificates/store.ts";
 import { integrationEnvelopes } from "./integrations/store.ts";
 import { flowEnvelopes } from "./oauth-flows/store.ts";
 import { providerEnvelopes } from "./oauth-providers/store.ts";
@@ -20,4 +21,5 @@ export const envelopeColumns = (exec: Executor): EnvelopeColumn[] => [
   ...flowEnvelopes(exec),
   ...webhookEnvelopes(exec),
   ...integrationEnvelopes(exec),
+  ...certificateEnvelopes(exec),
 ];

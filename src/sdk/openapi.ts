@@ -12193,7 +12193,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List the processes of a deployment that run on this machine (API processes and queue workers) */
+        /** List a deployment's processes (API processes and queue workers) that run on this machine, or its pods on its listener's cluster */
         get: {
             parameters: {
                 query?: never;
@@ -12212,20 +12212,38 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
+                            /** @description Deployments on a listener: its last pods report (null before the first). Absent for local deployments. */
+                            health?: {
+                                /** @description Why not, when not serving. */
+                                reason: string | null;
+                                /**
+                                 * Format: date-time
+                                 * @description When the listener last reported its pods.
+                                 */
+                                reported_at: string;
+                                /** @description Whether an API pod of the revision the listener runs is ready. */
+                                serving: boolean;
+                                /** @description The reason deployment.unhealthy gave. */
+                                unhealthy_reason: string | null;
+                                /** @description Since when the active revision has stopped serving after its rollout (deployment.unhealthy); null while it serves. */
+                                unhealthy_since: string | null;
+                            } | null;
                             resources: {
-                                /** @description Stable across the process's restarts; not a pid. */
+                                /** @description Stable across the process's restarts; not a pid (on a listener: the pod's name). */
                                 id: string;
                                 /** @description 1, 2, … within its type and revision. */
                                 index: number;
-                                /** @description Resident memory of the process and all it started; null where it cannot be read (containers). */
+                                /** @description Resident memory of the process and all it started; null where it cannot be read (containers, pods on a listener). */
                                 memory_bytes: number | null;
+                                /** @description Why it is not running (on a listener: the container state's or event's reason and message, e.g. CrashLoopBackOff, ImagePullBackOff, Unschedulable, FailedCreate); null when running or unknown. */
+                                reason?: string | null;
                                 /** @description Restarts after crashes so far. */
                                 restarts: number;
                                 /** Format: uuid */
                                 revision_id: string;
                                 /** @description When its current process started. */
                                 started_at: string | null;
-                                /** @description `restarting`: it crashed and waits for its restart; `draining`: finishing its requests. */
+                                /** @description `restarting`: it crashed and waits for its restart (on a listener also CrashLoopBackOff); `draining`: finishing its requests; `stopped` on a listener: evicted, or never created (refused by admission or a quota; `reason` says). */
                                 state: "starting" | "running" | "restarting" | "draining" | "stopped";
                                 /** @description `api`: runs `start` behind the router; `queue`: runs the app config's `worker`, not routed. */
                                 type: "api" | "queue";
@@ -14476,7 +14494,7 @@ export interface paths {
                     /** @description Resume after this event id (what the `Last-Event-ID` header also says; the header wins). */
                     last_event_id?: string;
                     /** @description Only these event types (repeat the parameter); all when absent. */
-                    types?: ("deployment.created" | "deployment.deleted" | "deployment.status_changed" | "deployment.storage_exceeded" | "revision.status_changed" | "listener.status_changed" | "oauth.token.created" | "oauth.token.refresh_failed" | "oauth.token.revoked")[];
+                    types?: ("deployment.created" | "deployment.deleted" | "deployment.status_changed" | "deployment.storage_exceeded" | "deployment.unhealthy" | "deployment.healthy" | "revision.status_changed" | "listener.status_changed" | "oauth.token.created" | "oauth.token.refresh_failed" | "oauth.token.revoked")[];
                 };
                 header?: never;
                 path?: never;
@@ -15557,6 +15575,8 @@ export interface paths {
                             listener_id: string;
                             /** @description The listener's namespaces (compute_config.k8s_namespaces): where it prunes, also after the last deployment of one is gone. */
                             namespaces: string[];
+                            /** @description This server takes `deployments` (pods) in status reports; absent from older servers. */
+                            pod_reports?: boolean;
                             /** @description Bumped whenever anything in `deployments` changes. */
                             version: number;
                         };
@@ -15699,6 +15719,37 @@ export interface paths {
             requestBody: {
                 content: {
                     "application/json": {
+                        /** @description Deployments whose pods changed since the last report. Older listeners leave it out; a listener sends it only to a server whose desired state says `pod_reports: true` (older servers would drop it unread). */
+                        deployments?: {
+                            /** Format: uuid */
+                            deployment_id: string;
+                            pods: {
+                                /** @enum {string} */
+                                component: "api" | "queue";
+                                name: string;
+                                /** @description Why it is not ready: the container state's or event's reason and message. */
+                                reason?: string;
+                                restarts: number;
+                                /** Format: uuid */
+                                revision_id: string;
+                                /**
+                                 * Format: date-time
+                                 * @description When its app container last started.
+                                 */
+                                started_at?: string;
+                                /** @enum {string} */
+                                state: "ready" | "starting" | "restarting" | "crash_looping" | "refused" | "failed";
+                            }[];
+                            /** @description When not serving: why (the first not-ready pod's reason). */
+                            reason?: string;
+                            /**
+                             * Format: uuid
+                             * @description The revision the listener runs for it (desired).
+                             */
+                            revision_id: string;
+                            /** @description Whether an API pod of `revision_id` is ready. */
+                            serving: boolean;
+                        }[];
                         /** @description An empty list is a heartbeat. */
                         revisions: {
                             reason?: string;
@@ -17487,7 +17538,7 @@ export interface paths {
                     "application/json": {
                         description?: string;
                         enabled?: boolean;
-                        events: ("deployment.created" | "deployment.deleted" | "deployment.status_changed" | "deployment.storage_exceeded" | "revision.status_changed" | "listener.status_changed" | "oauth.token.created" | "oauth.token.refresh_failed" | "oauth.token.revoked")[];
+                        events: ("deployment.created" | "deployment.deleted" | "deployment.status_changed" | "deployment.storage_exceeded" | "deployment.unhealthy" | "deployment.healthy" | "revision.status_changed" | "listener.status_changed" | "oauth.token.created" | "oauth.token.refresh_failed" | "oauth.token.revoked")[];
                         /** @description Where events are POSTed (https). */
                         url: string;
                     };
@@ -17954,7 +18005,7 @@ export interface paths {
                     "application/json": {
                         description?: string;
                         enabled?: boolean;
-                        events?: ("deployment.created" | "deployment.deleted" | "deployment.status_changed" | "deployment.storage_exceeded" | "revision.status_changed" | "listener.status_changed" | "oauth.token.created" | "oauth.token.refresh_failed" | "oauth.token.revoked")[];
+                        events?: ("deployment.created" | "deployment.deleted" | "deployment.status_changed" | "deployment.storage_exceeded" | "deployment.unhealthy" | "deployment.healthy" | "revision.status_changed" | "listener.status_changed" | "oauth.token.created" | "oauth.token.refresh_failed" | "oauth.token.revoked")[];
                         /** @description Where events are POSTed (https). */
                         url?: string;
                     };

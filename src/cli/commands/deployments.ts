@@ -84,13 +84,34 @@ export async function revisionsOf(ctx: Context, deploymentId: string, limit = 10
 
 const named = (r: Revision | undefined | null) => (r ? `#${r.number} ${r.id}` : null);
 
+type Health = NonNullable<ProcessList["health"]>;
+type ProcessList = Awaited<ReturnType<typeof processesOf>>;
+
+const processesOf = (ctx: Context, id: string) =>
+  unwrap(
+    ctx.client().api.GET("/v2/deployments/{deployment_id}/processes", {
+      params: { path: { deployment_id: id } },
+    }),
+  );
+
+/** A listener deployment's pods as one line: serving, or why not (and since when its active revision has not). */
+function healthLine(health: Health | null | undefined): string {
+  if (!health) return "no pods reported yet";
+  if (health.unhealthy_since)
+    return `UNHEALTHY since ${health.unhealthy_since}: ${health.unhealthy_reason ?? health.reason ?? "not serving"}`;
+  return health.serving ? "serving" : `not serving yet: ${health.reason ?? "no API pod is ready"}`;
+}
+
 export async function status(ctx: Context): Promise<void> {
   atMost(ctx, 1);
   const client = ctx.client();
   const dep = await requireDeployment(client, need(ctx, 0, "deployment NAME"));
   const [latest] = await revisionsOf(ctx, dep.id, 1);
+  // A listener's deployment: how its pods are doing after rollout (the listener's last report).
+  const remote = typeof dep.source_config.listener_id === "string";
+  const health = remote ? ((await processesOf(ctx, dep.id)).health ?? null) : undefined;
   if (ctx.out.json) {
-    ctx.out.result({ ...dep, latest_revision: latest ?? null });
+    ctx.out.result({ ...dep, latest_revision: latest ?? null, ...(remote ? { health } : {}) });
     return;
   }
   let active: Revision | null = null;
@@ -108,6 +129,7 @@ export async function status(ctx: Context): Promise<void> {
       { field: "revision state", value: latest?.status ?? dep.latest_revision_status },
       { field: "message", value: latest ? failureReason(latest) : null },
       { field: "active revision", value: named(active) },
+      ...(remote ? [{ field: "health", value: healthLine(health) }] : []),
       { field: "source", value: dep.source },
       { field: "url", value: dep.source_config.custom_url },
       { field: "secrets", value: dep.secrets.map((s) => s.name).join(", ") },

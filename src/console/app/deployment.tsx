@@ -1,10 +1,12 @@
-// One deployment: status, URL, revisions timeline, live logs, actions, secrets, spec, tags, charts.
+// One deployment: status, URL, revisions timeline, live logs, a listener's pods, actions, secrets,
+// spec, tags, charts.
 import { useEffect, useState } from "preact/hooks";
 import { createSlipway, type Deployment, type Revision, SlipwayError, unwrap } from "../../sdk/client.ts";
 import { isTerminalStatus } from "../../sdk/revisions.ts";
 import { Metrics } from "./charts.tsx";
 import { Domains } from "./domains.tsx";
 import { LiveLog } from "./logs.tsx";
+import { Pods } from "./pods.tsx";
 import { apiBase, type Session, storedKey } from "./session.ts";
 import { Tags } from "./tags.tsx";
 import { ErrorBox, ExternalLink, Section, Status, useAction, useEvents, useLoad } from "./ui.tsx";
@@ -279,6 +281,11 @@ export function DeploymentPage({
           )}
         </Section>
       </div>
+      {typeof d.source_config.listener_id === "string" && (
+        <Section title="Pods">
+          <Pods session={session} deploymentId={d.id} />
+        </Section>
+      )}
       <Section title="Traffic (last hour)">
         <Metrics session={session} deploymentId={d.id} />
       </Section>

@@ -4,6 +4,8 @@ export const EVENT_TYPES = [
   "deployment.deleted",
   "deployment.status_changed",
   "deployment.storage_exceeded",
+  "certificate.issued",
+  "certificate.failed",
   "deployment.unhealthy",
   "deployment.healthy",
   "revision.status_changed",

@@ -1,6 +1,7 @@
 // Every table the ORM knows; each area keeps its tables in its own file.
 
 export * from "./backups.ts";
+export * from "./certificates.ts";
 export * from "./codehost.ts";
 export * from "./deployments.ts";
 export * from "./domains.ts";

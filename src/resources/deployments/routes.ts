@@ -130,7 +130,7 @@ export async function deploymentRoutes(app: App): Promise<void> {
       schema: {
         tags,
         summary:
-          "List the processes of a deployment that run on this machine (API processes and queue workers)",
+          "List a deployment's processes (API processes and queue workers) that run on this machine, or its pods on its listener's cluster",
         params: DeploymentParams,
         response: { 200: DeploymentProcessList },
       },

@@ -125,8 +125,24 @@ export class AppsRouter {
     private readonly domain: string,
     private readonly customHosts?: CustomHosts,
   ) {
-    this.server = createServer((req, res) => this.handle(req, res));
+    this.server = createServer((req, res) => {
+      if (this.plainHook?.(req, res) !== true) this.handle(req, res);
+    });
     this.server.on("upgrade", (req, socket, head) => this.tunnel(req, socket, head));
+  }
+
+  /**
+   * HTTPS hooks (tls.ts): what the plain listeners do first once TLS is on (ACME answers, the
+   * redirect; true: handled), and the TLS listener's way into the same routing.
+   */
+  plainHook: ((req: IncomingMessage, res: ServerResponse) => boolean) | undefined;
+
+  serve(req: IncomingMessage, res: ServerResponse): void {
+    this.handle(req, res);
+  }
+
+  upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
+    this.tunnel(req, socket, head);
   }
 
   /** Points `name` at a revision's processes, from the next request on. */
