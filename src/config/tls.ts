@@ -62,7 +62,9 @@ export function tlsVars(env: Env, appsPort: number): Config["apps"]["tls"] {
   }
   const rawDir = env.SLIPWAY_APPS_TLS_DIR || undefined;
   if (mode === "files" && rawDir === undefined) {
-    throw new ConfigError("SLIPWAY_APPS_TLS=files needs SLIPWAY_APPS_TLS_DIR, the directory of <host>.crt and <host>.key.");
+    throw new ConfigError(
+      "SLIPWAY_APPS_TLS=files needs SLIPWAY_APPS_TLS_DIR, the directory of <host>.crt and <host>.key.",
+    );
   }
   return {
     mode,

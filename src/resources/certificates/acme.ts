@@ -3,14 +3,8 @@ import { Agent } from "node:https";
 import * as acme from "acme-client";
 import { encryptionContext, type Keyring } from "../../crypto/envelope.ts";
 import type { Database } from "../../db/client.ts";
-import { type Issuer, IssueError } from "./issuer.ts";
-import {
-  acmeAccount,
-  deleteChallenge,
-  insertAcmeAccount,
-  putChallenge,
-  setAcmeAccountUrl,
-} from "./store.ts";
+import { IssueError, type Issuer } from "./issuer.ts";
+import { acmeAccount, deleteChallenge, insertAcmeAccount, putChallenge, setAcmeAccountUrl } from "./store.ts";
 
 /**
  * Certificates from an ACME server (RFC 8555) through the `acme-client` library, validated by
@@ -60,11 +54,16 @@ export class AcmeIssuer implements Issuer {
       row = await acmeAccount(this.db.orm, this.o.directoryUrl);
       if (row === undefined) throw new Error("the ACME account key was not stored");
     }
-    return { id: row.id, key: this.keyring.decrypt(row.key_enc, accountContext(row.id)), url: row.account_url };
+    return {
+      id: row.id,
+      key: this.keyring.decrypt(row.key_enc, accountContext(row.id)),
+      url: row.account_url,
+    };
   }
 
   private async clientOf(): Promise<acme.Client> {
-    const made = (this.client ??= (async () => {
+    if (this.client !== undefined) return this.client;
+    const made = (async () => {
       const account = await this.accountKey();
       const client = new acme.Client({
         directoryUrl: this.o.directoryUrl,
@@ -83,7 +82,8 @@ export class AcmeIssuer implements Issuer {
         await setAcmeAccountUrl(this.db.orm, account.id, client.getAccountUrl());
       }
       return client;
-    })());
+    })();
+    this.client = made;
     // A failed start (the server unreachable) is tried again by the next order.
     made.catch(() => {
       if (this.client === made) this.client = undefined;

@@ -86,7 +86,9 @@ export class InternalIssuer implements Issuer {
 
   /** Loads (or makes and stores) the root, and writes its certificate to `rootPath`. */
   start(): Promise<Root> {
-    const loading = (this.root ??= this.loadRoot());
+    if (this.root !== undefined) return this.root;
+    const loading = this.loadRoot();
+    this.root = loading;
     loading.catch(() => {
       if (this.root === loading) this.root = undefined;
     });

@@ -253,7 +253,11 @@ export class CertificateKeeper {
     try {
       const key = this.keyring.decrypt(row.key_enc, keyContext(row.id));
       const context = createSecureContext({ cert: row.cert_pem, key });
-      this.loaded.set(row.hostname, { context, notAfter: Date.parse(row.not_after), updatedAt: row.updated_at });
+      this.loaded.set(row.hostname, {
+        context,
+        notAfter: Date.parse(row.not_after),
+        updatedAt: row.updated_at,
+      });
       return context;
     } catch (err) {
       this.o.logger.warn({ err, hostname: row.hostname }, "certificates: a stored certificate does not load");

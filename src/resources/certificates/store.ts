@@ -165,7 +165,10 @@ export function certificatesChangedSince(exec: Reader, since: string): Promise<S
   );
 }
 
-export async function storedCertificate(exec: Reader, hostname: string): Promise<StoredCertificate | undefined> {
+export async function storedCertificate(
+  exec: Reader,
+  hostname: string,
+): Promise<StoredCertificate | undefined> {
   const [row] = await rows<StoredCertificate>(
     exec,
     sql`SELECT ${STORED} FROM tls_certificates

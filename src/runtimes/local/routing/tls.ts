@@ -37,10 +37,7 @@ export class TlsEdge {
   private readonly sockets = new Set<Socket>();
   private listening: Promise<number> | undefined;
 
-  constructor(
-    private readonly router: AppsRouter,
-    o: TlsEdgeOptions,
-  ) {
+  constructor(router: AppsRouter, o: TlsEdgeOptions) {
     this.server = createSecureServer({
       allowHTTP1: true,
       handshakeTimeout: o.handshakeTimeoutMs,
