@@ -11,6 +11,7 @@ import { registryLogin } from "../resources/push-tokens/login.ts";
 import { openUploadedTarball } from "../resources/uploads/read.ts";
 import { LocalRuntime } from "../runtimes/local/runtime.ts";
 import { PodmanImageBuilder } from "../runtimes/remote/builder.ts";
+import { edgeTls } from "./tls.ts";
 
 /** What the reconciler reads of the resources' tables (context.ts says why it is handed down). */
 export const reconcilerLookups: ReconcilerLookups = { firstOrganizationId, listenerLiveness };
@@ -40,8 +41,11 @@ export async function startReconciler(deps: AppDeps, logger: ReconcilerLogger): 
     appsDomain: config.apps.domain,
     logger,
   });
+  // HTTPS on the apps edge (docs/https.md): certificates ordered once the apps port answers.
+  const tls = await edgeTls(deps, logger);
   const runtime = new LocalRuntime({
     customHosts,
+    tls: tls.runtime,
     dataDir: config.dataDir,
     appsPort: config.apps.port,
     appsDomain: config.apps.domain,
@@ -112,6 +116,7 @@ export async function startReconciler(deps: AppDeps, logger: ReconcilerLogger): 
     throw err;
   }
   domainChecker.start();
+  tls.start();
   let stopping: Promise<void> | undefined;
   return {
     reconciler,
@@ -120,6 +125,7 @@ export async function startReconciler(deps: AppDeps, logger: ReconcilerLogger): 
     stop: () => {
       stopping ??= (async () => {
         await domainChecker.stop();
+        await tls.stop();
         await reconciler.stop();
         detach?.();
         await runtime.close();
