@@ -2,7 +2,8 @@
 // (with its pod controller): N deployments (default 1,000) rolled out, then the listener's requests
 // to the API server while idle (aim: at most 1 a second) and for one changed deployment (aim: at
 // most 5). The control plane is played by a small HTTP server serving the desired state and taking
-// status reports, so only the listener's own traffic to the cluster is counted.
+// status reports (pods reports too), so only the listener's own traffic to the cluster is counted;
+// its status reports to the control plane are counted apart (pods are sent only when they change).
 
 import { mkdtempSync, rmSync } from "node:fs";
 import { createServer } from "node:http";
@@ -10,7 +11,12 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Listener } from "../src/listener/listener.ts";
-import type { DesiredDeployment, DesiredState, RevisionReport } from "../src/protocol/listener.ts";
+import type {
+  DeploymentPodsReport,
+  DesiredDeployment,
+  DesiredState,
+  RevisionReport,
+} from "../src/protocol/listener.ts";
 import { startK8sStandIn } from "../test/helpers/k8s-standin/server.ts";
 
 const N = Number(process.argv[2] ?? 1000);
@@ -39,9 +45,17 @@ function deployment(i: number, version = 0): DesiredDeployment {
   };
 }
 
-const state: DesiredState = { version: 1, listener_id: LISTENER_ID, namespaces: [NS], deployments: [] };
+const state: DesiredState = {
+  version: 1,
+  listener_id: LISTENER_ID,
+  namespaces: [NS],
+  deployments: [],
+  pod_reports: true,
+};
 for (let i = 0; i < N; i++) state.deployments.push(deployment(i));
 const reported = new Map<string, string>();
+/** Status reports received, and the pods reports in them. */
+const reports = { requests: 0, pods: 0 };
 const waiting = new Set<() => void>();
 
 const cp = createServer((req, res) => {
@@ -66,8 +80,13 @@ const cp = createServer((req, res) => {
   const chunks: Buffer[] = [];
   req.on("data", (c: Buffer) => chunks.push(c));
   req.on("end", () => {
-    const body = JSON.parse(Buffer.concat(chunks).toString() || "{}") as { revisions?: RevisionReport[] };
+    const body = JSON.parse(Buffer.concat(chunks).toString() || "{}") as {
+      revisions?: RevisionReport[];
+      deployments?: DeploymentPodsReport[];
+    };
     for (const r of body.revisions ?? []) reported.set(r.revision_id, r.state);
+    reports.requests++;
+    reports.pods += body.deployments?.length ?? 0;
     res.writeHead(204).end();
   });
 });
@@ -117,12 +136,17 @@ console.log(`${N} deployments applied and available in ${rollout.toFixed(1)} s (
 
 await new Promise((r) => setTimeout(r, 5000));
 const idleFrom = k8s.requests.length;
+const idleReports = { ...reports };
 await new Promise((r) => setTimeout(r, IDLE_S * 1000));
 const idle = k8s.requests.slice(idleFrom);
 const idleRate = idle.length / IDLE_S;
 console.log(`idle: ${idle.length} requests in ${IDLE_S} s = ${idleRate.toFixed(2)}/s (aim ≤ 1/s)`);
+console.log(
+  `idle: ${reports.requests - idleReports.requests} status reports to the control plane (heartbeats), ${reports.pods - idleReports.pods} pods reports`,
+);
 
 const changedFrom = k8s.requests.length;
+const changedReports = { ...reports };
 state.deployments[0] = deployment(0, 1);
 state.version++;
 for (const wake of [...waiting]) wake();
@@ -130,6 +154,9 @@ await until("the changed deployment available", () => available(state.deployment
 await new Promise((r) => setTimeout(r, 2000));
 const changed = k8s.requests.slice(changedFrom);
 console.log(`one changed deployment: ${changed.length} requests (aim ≤ 5)`);
+console.log(
+  `one changed deployment: ${reports.requests - changedReports.requests} status reports, ${reports.pods - changedReports.pods} pods reports`,
+);
 for (const line of changed) console.log(`  ${line.slice(0, 160)}`);
 console.log(`total ${((Date.now() - t0) / 1000).toFixed(0)} s`);
 

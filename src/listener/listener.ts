@@ -1,5 +1,5 @@
-// Why over 300 lines: the listener's one loop (poll desired state, apply, judge rollouts, report,
-// prune) whose steps share its caches; splitting the report and prune steps out is next (issue 29).
+// Why over 300 lines: the listener's one loop (poll desired state, apply, judge rollouts and pods,
+// prune) whose steps share its caches; what is reported is reporter.ts's, pruning is next to go.
 import type { Server } from "node:http";
 import { KubeConfig } from "@kubernetes/client-node";
 import {
@@ -19,6 +19,7 @@ import type { K8sObject, ManifestOptions } from "./manifests/types.ts";
 import { PasswordKeeper } from "./passwords.ts";
 import { podsReport } from "./pods.ts";
 import { prune } from "./prune.ts";
+import { Reporter } from "./reporter.ts";
 import { revisionState } from "./rollout.ts";
 import { Watches } from "./watches.ts";
 
@@ -38,11 +39,6 @@ export interface ListenerOptions {
   heartbeatMs: number;
   log: (line: string) => void;
 }
-
-/** Pods reported per deployment at most (the protocol's limit). */
-const MAX_PODS = 1000;
-/** Pods reports per status request at most this many bytes (the server takes 1 MiB by default). */
-const BATCH_BYTES = 256 * 1024;
 
 const sleep = (ms: number, signal: AbortSignal) =>
   new Promise<void>((resolve) => {
@@ -73,10 +69,8 @@ export class Listener {
   private version = 0;
   private desired: DesiredDeployment[] = [];
   private readonly namespaces: Set<string>;
-  /** Last state sent per revision ("state\0reason"), so only changes are posted. */
-  private readonly reported = new Map<string, string>();
-  /** Last pods report sent per deployment (its JSON), so pods are posted only when they change. */
-  private readonly reportedPods = new Map<string, string>();
+  /** What was posted, so only changes are. */
+  private readonly reporter: Reporter;
   /** The server takes pods in status reports (its desired state says `pod_reports`). */
   private podReports = false;
   private readonly failedApply = new Map<string, string>();
@@ -96,6 +90,9 @@ export class Listener {
     else kc.loadFromDefault();
     this.cluster = new Cluster(kc);
     this.applier = new Applier(this.cluster);
+    this.reporter = new Reporter(this.cp, () => {
+      this.lastContact = Date.now();
+    });
     this.passwords = new PasswordKeeper(this.cluster);
     this.watches = new Watches(
       this.cluster,
@@ -187,8 +184,8 @@ export class Listener {
         for (const o of objects) keep.set(objectKey(o), o);
         await this.applier.apply(objects);
         this.failedApply.delete(d.revision_id);
-        if (!this.reported.has(d.revision_id))
-          await this.send([{ revision_id: d.revision_id, state: "applied" }]);
+        if (!this.reporter.has(d.revision_id))
+          await this.reporter.send([{ revision_id: d.revision_id, state: "applied" }]);
       } catch (err) {
         const message = err instanceof Error ? err.message : String(err);
         this.o.log(`listener: ${d.name} (${d.deployment_id}) revision ${d.revision_id}: ${message}`);
@@ -213,9 +210,7 @@ export class Listener {
     }
     for (const ns of this.namespaces) this.watches.ensure(ns);
     const live = new Set(deployments.map((d) => d.revision_id));
-    for (const id of this.reported.keys()) if (!live.has(id)) this.reported.delete(id);
-    const liveDeployments = new Set(deployments.map((d) => d.deployment_id));
-    for (const id of this.reportedPods.keys()) if (!liveDeployments.has(id)) this.reportedPods.delete(id);
+    this.reporter.keepOnly(live, new Set(deployments.map((d) => d.deployment_id)));
     for (const id of this.workloadsOf.keys()) if (!live.has(id)) this.workloadsOf.delete(id);
     await this.evaluate();
   }
@@ -284,11 +279,10 @@ export class Listener {
             : { revision_id: d.revision_id, state: "applied" };
         // A finished rollout stays finished: pods failing later are the pods report's business
         // (deployment.unhealthy), not a failed rollout of the revision that serves.
-        if (this.reported.get(d.revision_id)?.startsWith("available\0"))
+        if (this.reporter.finished(d.revision_id))
           report = { revision_id: d.revision_id, state: "available" };
       }
-      const sig = `${report.state}\0${report.reason ?? ""}`;
-      if (this.reported.get(d.revision_id) !== sig) changes.push(report);
+      if (this.reporter.revisionChanged(report)) changes.push(report);
       // Pods only from the watch cache (no list per deployment); until it has listed, a later pass.
       const all = this.podReports ? this.watches.instancePods(d.namespace, n.base) : null;
       if (all) {
@@ -298,37 +292,10 @@ export class Listener {
           pods: all,
           workloads: deployments,
         });
-        pods.pods = pods.pods.slice(0, MAX_PODS);
-        if (this.reportedPods.get(d.deployment_id) !== JSON.stringify(pods)) podChanges.push(pods);
+        if (this.reporter.podsChanged(pods)) podChanges.push(pods);
       }
     }
-    if (changes.length || podChanges.length) await this.send(changes, podChanges);
-  }
-
-  /** Posts revision states and changed pods, in requests well under the server's body limit. */
-  private async send(reports: RevisionReport[], pods: DeploymentPodsReport[] = []): Promise<void> {
-    const batches: DeploymentPodsReport[][] = [];
-    let batch: DeploymentPodsReport[] = [];
-    let size = 0;
-    for (const p of pods) {
-      const bytes = JSON.stringify(p).length;
-      if (batch.length && (size + bytes > BATCH_BYTES || batch.length >= 1000)) {
-        batches.push(batch);
-        batch = [];
-        size = 0;
-      }
-      batch.push(p);
-      size += bytes;
-    }
-    if (batch.length) batches.push(batch);
-    for (let i = 0; i < Math.max(1, batches.length); i++) {
-      const revisions = i === 0 ? reports : [];
-      const deployments = batches[i] ?? [];
-      await this.cp.report(revisions, deployments.length ? deployments : undefined);
-      this.lastContact = Date.now();
-      for (const r of revisions) this.reported.set(r.revision_id, `${r.state}\0${r.reason ?? ""}`);
-      for (const p of deployments) this.reportedPods.set(p.deployment_id, JSON.stringify(p));
-    }
+    if (changes.length || podChanges.length) await this.reporter.send(changes, podChanges);
   }
 
   private resync(): void {

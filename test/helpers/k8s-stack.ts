@@ -11,7 +11,8 @@ import { findResource, type ResourceType } from "./k8s-standin/resources.ts";
 import { type StandIn, type StandInOptions, startK8sStandIn } from "./k8s-standin/server.ts";
 import { REPO_ROOT, runSlipway, type SlipwayProcess } from "./process.ts";
 
-const KEY = "e2e-bootstrap-key-0123456789";
+/** The control plane's bootstrap admin key (for clients other than `api`: the CLI, an event stream). */
+export const KEY = "e2e-bootstrap-key-0123456789";
 export const NS = "apps";
 export type Obj = Record<string, unknown>;
 export type Labelled = Obj & {

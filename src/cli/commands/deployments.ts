@@ -98,7 +98,7 @@ const processesOf = (ctx: Context, id: string) =>
 function healthLine(health: Health | null | undefined): string {
   if (!health) return "no pods reported yet";
   if (health.unhealthy_since)
-    return `UNHEALTHY since ${health.unhealthy_since}: ${health.unhealthy_reason ?? health.reason ?? "not serving"}`;
+    return `UNHEALTHY since ${health.unhealthy_since}: ${health.reason ?? health.unhealthy_reason ?? "not serving"}`;
   return health.serving ? "serving" : `not serving yet: ${health.reason ?? "no API pod is ready"}`;
 }
 

@@ -28,7 +28,7 @@ export function Pods({ session, deploymentId }: { session: Session; deploymentId
       {health.unhealthy_since ? (
         <div class="error" data-testid="unhealthy">
           Unhealthy since {new Date(health.unhealthy_since).toLocaleString()}:{" "}
-          {health.unhealthy_reason ?? health.reason}
+          {health.reason ?? health.unhealthy_reason}
         </div>
       ) : (
         <p class="muted" data-testid="serving">
