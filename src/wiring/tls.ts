@@ -4,8 +4,8 @@ import { InternalIssuer } from "../resources/certificates/internal.ts";
 import type { Issuer } from "../resources/certificates/issuer.ts";
 import { CertificateKeeper } from "../resources/certificates/keeper.ts";
 import { challengeAnswer } from "../resources/certificates/store.ts";
-import { FileCertificates } from "../runtimes/local/routing/tls-files.ts";
 import type { RuntimeTls } from "../runtimes/local/routing/tls.ts";
+import { FileCertificates } from "../runtimes/local/routing/tls-files.ts";
 
 /** HTTPS on the apps edge as SLIPWAY_APPS_TLS says (docs/https.md): the runtime's part and the keeper. */
 export interface EdgeTls {
@@ -58,8 +58,7 @@ export async function edgeTls(
     runtime: {
       ...base,
       certificates: keeper,
-      challenge:
-        tls.mode === "acme" ? (token: string) => challengeAnswer(deps.db.orm, token) : undefined,
+      challenge: tls.mode === "acme" ? (token: string) => challengeAnswer(deps.db.orm, token) : undefined,
     },
     keeper,
     start: () => keeper.start(),

@@ -17,7 +17,8 @@ export interface DnsServer {
 
 export const CHALLTESTSRV = "/usr/bin/pebble-challtestsrv";
 
-export async function startDnsServer(): Promise<DnsServer> {
+/** `noIpv6`: AAAA queries get no answer, so that Pebble's HTTP-01 goes to 127.0.0.1 only. */
+export async function startDnsServer(o: { noIpv6?: boolean } = {}): Promise<DnsServer> {
   const dnsPort = await freePort();
   const mgmtPort = await freePort();
   const child: ChildProcess = spawn(
@@ -33,6 +34,7 @@ export async function startDnsServer(): Promise<DnsServer> {
       "",
       "-tlsalpn01",
       "",
+      ...(o.noIpv6 === true ? ["-defaultIPv6", ""] : []),
     ],
     { stdio: "ignore" },
   );

@@ -40,8 +40,6 @@ const MAX_BACKOFF_MS = 6 * 3_600_000;
 const LEASE_MS = 5 * 60_000;
 /** Orders one look-over starts at most (the rest wait for the next). */
 const BATCH = 5;
-/** The hosts served are looked up again at most this often for handshakes of unknown names. */
-const WANTED_FRESH_MS = 1000;
 
 export const orderBackoffMs = (base: number, failures: number) =>
   Math.min(MAX_BACKOFF_MS, base * 2 ** Math.min(failures, 20));
@@ -60,7 +58,8 @@ export class CertificateKeeper {
   private readonly loaded = new Map<string, Loaded>();
   private since = "1970-01-01T00:00:00.000Z";
   private wanted = new Map<string, WantedHost>();
-  private wantedAt = 0;
+  /** When the look that `wanted` came from began. */
+  private wantedAsOf = 0;
   private wantedLoading: Promise<void> | undefined;
   private readonly ordering = new Map<string, Promise<void>>();
   private timer: NodeJS.Timeout | undefined;
@@ -121,22 +120,31 @@ export class CertificateKeeper {
     return this.orderOnDemand(host);
   }
 
+  /**
+   * Whether `host` is served, as of a look at the database that began after the handshake did (a
+   * deployment or domain may have become active a moment ago). Handshakes with unknown names share
+   * looks: one query at a time, whatever their number.
+   */
   private async serves(host: string): Promise<boolean> {
     if (this.wanted.has(host)) return true;
-    if (Date.now() - this.wantedAt >= WANTED_FRESH_MS) await this.refreshWanted();
+    const asked = Date.now();
+    while (this.wantedAsOf < asked) await this.refreshWanted();
     return this.wanted.has(host);
   }
 
   private refreshWanted(): Promise<void> {
-    this.wantedLoading ??= wantedHosts(this.db.orm, this.o.appsDomain)
+    if (this.wantedLoading !== undefined) return this.wantedLoading;
+    const started = Date.now();
+    const loading = wantedHosts(this.db.orm, this.o.appsDomain)
       .then((rows) => {
         this.wanted = new Map(rows.map((r) => [r.hostname, r]));
-        this.wantedAt = Date.now();
+        this.wantedAsOf = started;
       })
       .finally(() => {
         this.wantedLoading = undefined;
       });
-    return this.wantedLoading;
+    this.wantedLoading = loading;
+    return loading;
   }
 
   /** Orders `host` now if no server is at it, then waits for a certificate (any server's). */

@@ -18,6 +18,12 @@ export function listDomainsRoute(app: App): void {
         response: { 200: Type.Array(Domain) },
       },
     },
-    async (request) => listDomains(db, workspaceOf(request).workspaceId, request.params.deployment_id),
+    async (request) =>
+      listDomains(
+        db,
+        workspaceOf(request).workspaceId,
+        request.params.deployment_id,
+        ["acme", "internal"].includes(app.deps.config.apps.tls.mode),
+      ),
   );
 }

@@ -4,8 +4,9 @@ import { DateTime, Nullable, StringEnum, Uuid } from "../../core/shapes.ts";
 /**
  * A custom domain as the API answers it (docs/domains.md). Verification: `pending` until the TXT
  * record `record_name` holds `token` (`reason`: why the last check failed), then `verified`.
- * Certificate: `none` while the apps listener has no TLS (the only state until issue 30's HTTPS
- * work lands; `pending`, `issued` and `failed` are reserved for it).
+ * Certificate (docs/https.md): `none` while certificates are not managed (SLIPWAY_APPS_TLS off or
+ * files) or the domain is unverified; then `pending` until the first is issued, `issued` (with
+ * `expires_at`; `reason` tells of a failed renewal), or `failed` (`reason`; retried with back-off).
  */
 export const Domain = Type.Object({
   id: Uuid,

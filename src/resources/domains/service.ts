@@ -6,6 +6,7 @@ import { conflict, notFound } from "../../core/errors.ts";
 import { DOMAINS_CHANNEL } from "../../db/channels.ts";
 import type { Database } from "../../db/client.ts";
 import { isUniqueViolation } from "../../db/errors.ts";
+import { type CertificateState, certificateStates } from "../certificates/store.ts";
 import { normalizeHostname } from "./hostname.ts";
 import type { Domain } from "./schema.ts";
 import { type DomainRow, deleteDomainRow, domainRows, hostnameClaim, insertDomain } from "./store.ts";
@@ -17,7 +18,19 @@ export type DomainsDb = Pick<Database, "orm" | "notify">;
 /** The DNS name whose TXT record must hold a domain's token. */
 export const recordName = (hostname: string) => `_slipway.${hostname}`;
 
-export function domainAnswer(row: DomainRow): Domain {
+/**
+ * A domain's certificate: `none` while certificates are not managed (TLS off or from files) or the
+ * domain is unverified (nothing is ordered before); then the keeper's row (resources/certificates),
+ * `pending` until it has one.
+ */
+function certificateOf(row: DomainRow, managed: boolean, state: CertificateState | undefined) {
+  if (!managed || row.verification_status !== "verified")
+    return { status: "none" as const, expires_at: null, reason: null };
+  if (state === undefined) return { status: "pending" as const, expires_at: null, reason: null };
+  return { status: state.status, expires_at: state.not_after, reason: state.reason };
+}
+
+export function domainAnswer(row: DomainRow, managed = false, state?: CertificateState): Domain {
   return {
     id: row.id,
     hostname: row.hostname,
@@ -27,8 +40,7 @@ export function domainAnswer(row: DomainRow): Domain {
       token: row.token,
       reason: row.verification_reason,
     },
-    // No TLS on the apps listener yet: no certificate is ever ordered (schema.ts names the states).
-    certificate: { status: "none", expires_at: null, reason: null },
+    certificate: certificateOf(row, managed, state),
   };
 }
 
@@ -36,13 +48,26 @@ async function assertDeployment(db: DomainsDb, workspaceId: string, deploymentId
   if (!(await deploymentExists(db.orm, workspaceId, deploymentId))) throw notFound("Deployment not found.");
 }
 
+/** `managedCertificates`: SLIPWAY_APPS_TLS is acme or internal (the keeper orders certificates). */
 export async function listDomains(
   db: DomainsDb,
   workspaceId: string,
   deploymentId: string,
+  managedCertificates = false,
 ): Promise<Domain[]> {
   await assertDeployment(db, workspaceId, deploymentId);
-  return (await domainRows(db.orm, workspaceId, deploymentId)).map(domainAnswer);
+  const domains = await domainRows(db.orm, workspaceId, deploymentId);
+  const states = managedCertificates
+    ? new Map(
+        (
+          await certificateStates(
+            db.orm,
+            domains.map((d) => d.hostname),
+          )
+        ).map((c) => [c.hostname, c]),
+      )
+    : new Map<string, CertificateState>();
+  return domains.map((d) => domainAnswer(d, managedCertificates, states.get(d.hostname)));
 }
 
 /** Why a claimed hostname cannot be added: one hostname serves one deployment on the server. */

@@ -103,6 +103,10 @@ export class TlsEdge {
 function adaptHttp2(req: Http2ServerRequest, res: Http2ServerResponse): void {
   const authority = req.headers[":authority"];
   if (req.headers.host === undefined && typeof authority === "string") req.headers.host = authority;
+  // The request's url and method are read from its pseudo-headers: keep them before those go.
+  const { url, method } = req;
+  Object.defineProperty(req, "url", { value: url, writable: true });
+  Object.defineProperty(req, "method", { value: method, writable: true });
   for (const name of PSEUDO) delete req.headers[name];
   const writeHead = res.writeHead.bind(res);
   Object.defineProperty(res, "writeHead", {
