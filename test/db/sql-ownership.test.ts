@@ -56,6 +56,10 @@ const OWNERS: Record<string, readonly string[]> = {
   audit_log: ["core/audit/store.ts"],
   scheduled_backups: ["backup/store.ts"],
   custom_domains: ["resources/domains/store.ts"],
+  tls_certificates: ["resources/certificates/store.ts"],
+  acme_accounts: ["resources/certificates/store.ts"],
+  acme_challenges: ["resources/certificates/store.ts"],
+  tls_authorities: ["resources/certificates/store.ts"],
   deployment_pods: ["resources/listeners/pods-store.ts"],
   // The migration runner's ledger: not an application table (the Drizzle schema does not declare it).
   schema_migrations: ["db/migrate.ts"],
