@@ -59,6 +59,14 @@ export interface Config {
     redisServer: string;
     /** Upper bound of an app config's `healthcheck_timeout_s`. */
     healthTimeoutMaxMs: number;
+    /** What serves the apps port (config/edge.ts, docs/edge.md). */
+    edge: {
+      kind: "auto" | "node" | "haproxy";
+      /** SLIPWAY_EDGE_HAPROXY: the haproxy binary. */
+      haproxy: string;
+      /** SLIPWAY_EDGE_THREADS: HAProxy's nbthread (`auto`: one a core). */
+      threads: string;
+    };
     /** HTTPS on the apps listener (config/tls.ts, docs/https.md). */
     tls: {
       mode: "off" | "internal" | "acme" | "files";

@@ -2,6 +2,7 @@ import { resolve } from "node:path";
 import { type Config, ConfigError, type LogLevel } from "../config.ts";
 import { backupVars } from "./backup.ts";
 import { domainVars } from "./domains.ts";
+import { edgeVars } from "./edge.ts";
 import { tlsVars } from "./tls.ts";
 import {
   absolutePathVar,
@@ -105,6 +106,7 @@ export function loadConfig(env: Env = process.env): Config {
       healthTimeoutMs: intVar(env, "SLIPWAY_HEALTH_TIMEOUT_MS", 30_000, 100, 600_000),
       redisServer: absolutePathVar(env, "SLIPWAY_REDIS_SERVER", "/usr/bin/redis-server"),
       healthTimeoutMaxMs: intVar(env, "SLIPWAY_HEALTH_TIMEOUT_MAX_S", 300, 1, 3600) * 1000,
+      edge: edgeVars(env),
       tls: tlsVars(env, appsPort),
     },
     scaling: {

@@ -50,6 +50,7 @@ export async function startReconciler(deps: AppDeps, logger: ReconcilerLogger): 
     appsPort: config.apps.port,
     appsDomain: config.apps.domain,
     appsHost: config.host,
+    edge: config.apps.edge,
     healthTimeoutMs: config.apps.healthTimeoutMs,
     healthTimeoutMaxMs: config.apps.healthTimeoutMaxMs,
     scaling: {

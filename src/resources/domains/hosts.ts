@@ -24,6 +24,10 @@ export class VerifiedHosts {
     return this.hosts.get(hostname);
   }
 
+  entries(): Iterable<[string, string]> {
+    return this.hosts.entries();
+  }
+
   async start(): Promise<void> {
     this.unlisten = await this.db.listen(DOMAINS_CHANNEL, () => void this.reload().catch(() => {}));
     await this.reload();

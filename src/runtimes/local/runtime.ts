@@ -26,11 +26,13 @@ import { RevisionGroup } from "./processes/group.ts";
 import { ProcessRecord } from "./processes/orphans.ts";
 import { Replica } from "./processes/replica.ts";
 import { ensureCache } from "./redis/cache.ts";
+import { openEdge } from "./routing/edge.ts";
+import type { HaproxyFront } from "./routing/haproxy/front.ts";
 import { recordRestart } from "./routing/request-metrics.ts";
 import { AppsRouter } from "./routing/router.ts";
 import { DeploymentSlot } from "./routing/slot.ts";
-import { attachTls, type TlsEdge } from "./routing/tls.ts";
 import { staticGroup } from "./routing/static-group.ts";
+import { attachTls, type TlsEdge } from "./routing/tls.ts";
 import { Confiner, OTHER_PROTECTION_PROBES } from "./sandbox/confine.ts";
 import type { Traffic } from "./scaling/traffic.ts";
 
@@ -53,6 +55,9 @@ export class LocalRuntime implements Runtime {
   /** The HTTPS listener (o.tls) and its bound port. */
   private readonly tls: TlsEdge | undefined;
   private tlsBound: number | undefined;
+  /** The apps port, opened once (routing/edge.ts); the HAProxy front when it serves that port. */
+  private edge: Promise<number> | undefined;
+  private front: HaproxyFront | undefined;
   private closed = false;
   private readonly stopGraceMs: number;
   private readonly drainTimeoutMs: number;
@@ -132,7 +137,19 @@ export class LocalRuntime implements Runtime {
       }
     }
     await watchBuildGroups(this.layout.dataDir, this.stopGraceMs, this.o.logger);
-    this.boundPort = await this.router.listen(this.o.appsPort, this.o.appsHost);
+    this.edge ??= openEdge(this.router, {
+      settings: this.o.edge ?? { kind: "node", haproxy: "", threads: "auto" },
+      port: this.o.appsPort,
+      host: this.o.appsHost,
+      dataDir: this.layout.dataDir,
+      drainMs: this.drainTimeoutMs,
+      logger: this.o.logger,
+      tls: this.o.tls !== undefined,
+    }).then((opened) => {
+      this.front = opened.front;
+      return opened.port;
+    });
+    this.boundPort = await this.edge;
     if (this.tls !== undefined && this.o.tls !== undefined)
       this.tlsBound = await this.tls.listen(this.o.tls.port, this.o.appsHost);
     return this.boundPort;
@@ -298,6 +315,7 @@ export class LocalRuntime implements Runtime {
         cpus: launch("queue", 1).cpus ?? 1,
       },
       drainMs: this.drainTimeoutMs,
+      unrouted: () => this.front?.settled() ?? Promise.resolve(),
     });
     state.starting.add(group);
     try {
@@ -337,6 +355,12 @@ export class LocalRuntime implements Runtime {
     cache: Awaited<ReturnType<typeof ensureCache>>,
   ): Promise<Activation> {
     const previous = state.switchTo(group);
+    // The HAProxy front routes to it too before the revision counts as serving.
+    await this.front
+      ?.routed()
+      .catch((err: unknown) =>
+        this.o.logger.warn({ err }, "apps edge: HAProxy did not take the switch at once; it retries"),
+      );
     // No pids: tenants see their own (sandboxed) numbering, never the host's.
     log(`slipway: revision ${spec.revisionId} is serving at ${url}`);
     // The new revision serves from here on: the old one drains (its in-flight requests finish, at
@@ -460,6 +484,7 @@ export class LocalRuntime implements Runtime {
     this.deployments.clear();
     await this.confiner.close();
     await this.confiner.closeNetworks();
+    await this.front?.close();
     await this.tls?.close();
     await this.router.close();
   }

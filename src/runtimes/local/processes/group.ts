@@ -31,6 +31,11 @@ export interface GroupOptions {
   drainMs: number;
   /** A static revision: the router serves these files, and the group has no process (web and queue 0). */
   site?: StaticSite;
+  /**
+   * Settles once no edge sends new requests to processes taken out of the rotation and the HAProxy
+   * front's requests on them have finished; the Node edge's are then awaited. Absent: at once.
+   */
+  unrouted?: () => Promise<void>;
 }
 
 /** "web.2" → 2. */
@@ -115,6 +120,11 @@ export class RevisionGroup {
     return undefined;
   }
 
+  /** The API processes requests may be sent to now (the HAProxy front's servers). */
+  routable(): Replica[] {
+    return this.procs.api.filter((r) => r.ready);
+  }
+
   /** Whether it has no API process on purpose (min_scale 0, idle), or one is being woken: a request waits. */
   get scaledToZero(): boolean {
     return this.procs.api.length === 0 || this.waking !== undefined;
@@ -149,6 +159,7 @@ export class RevisionGroup {
   /** Waits for in-flight requests (at most `drainMs`), then stops every process. */
   async retire(drainMs: number): Promise<void> {
     clearInterval(this.timer);
+    await this.o.unrouted?.();
     await Promise.all([...this.procs.api.map((r) => r.whenIdle(drainMs)), this.site?.whenIdle(drainMs)]);
     await this.stop();
   }
@@ -287,6 +298,7 @@ export class RevisionGroup {
     const going = sorted.slice(sorted.length - count);
     this.procs[type] = this.procs[type].filter((r) => !going.includes(r));
     for (const r of going) this.leaving.set(r, type);
+    if (type === "api") await this.o.unrouted?.();
     await Promise.all(going.map((r) => r.whenIdle(this.o.drainMs)));
     await Promise.all(going.map((r) => r.stop()));
     for (const r of going) this.leaving.delete(r);

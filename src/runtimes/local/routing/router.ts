@@ -31,6 +31,15 @@ const HOP_BY_HOP = new Set([
 /** Which deployment (by name) a host outside the apps domain is served by, if any. */
 export interface CustomHosts {
   nameOf(hostname: string): string | undefined;
+  /** Every custom host and the deployment it serves (the HAProxy front writes them into its map). */
+  entries?(): Iterable<[hostname: string, name: string]>;
+}
+
+/** What the HAProxy front proxies straight to an app: its hosts and ready processes (haproxy/config.ts). */
+export interface RouteSnapshot {
+  name: string;
+  hosts: string[];
+  servers: string[];
 }
 
 /** Why a request is not proxied: the status and sentence to answer with. */
@@ -70,13 +79,18 @@ function connectionTokens(headers: IncomingHttpHeaders): Set<string> {
   );
 }
 
-function forwardedHeaders(req: IncomingMessage): OutgoingHttpHeaders {
+/**
+ * The request's headers for the app. `fromFront`: it came through the HAProxy front, which already
+ * wrote the X-Forwarded-* headers (the front's own address is not the client's).
+ */
+function forwardedHeaders(req: IncomingMessage, fromFront: boolean): OutgoingHttpHeaders {
   const named = connectionTokens(req.headers);
   const out: OutgoingHttpHeaders = {};
   for (const [name, value] of Object.entries(req.headers)) {
     if (value === undefined || HOP_BY_HOP.has(name) || named.has(name)) continue;
     out[name] = value;
   }
+  if (fromFront) return out;
   const client = req.socket.remoteAddress ?? "";
   const prior = req.headers["x-forwarded-for"];
   out["x-forwarded-for"] = prior ? `${prior}, ${client}` : client;
@@ -113,9 +127,10 @@ function hasBody(req: IncomingMessage): boolean {
 export class AppsRouter {
   private readonly routes = new Map<string, RevisionGroup>();
   private readonly agent = new Agent({ keepAlive: true, maxFreeSockets: 256 });
-  private readonly server: Server;
+  private readonly servers: Server[] = [];
   private readonly tunnels = new Set<Duplex>();
-  private listening: Promise<number> | undefined;
+  /** By `host:port` asked for: listening is idempotent per address. */
+  private readonly listening = new Map<string, Promise<number>>();
 
   /**
    * `customHosts` names the deployment a host outside the apps domain belongs to (a verified
@@ -124,12 +139,7 @@ export class AppsRouter {
   constructor(
     private readonly domain: string,
     private readonly customHosts?: CustomHosts,
-  ) {
-    this.server = createServer((req, res) => {
-      if (this.plainHook?.(req, res) !== true) this.handle(req, res);
-    });
-    this.server.on("upgrade", (req, socket, head) => this.tunnel(req, socket, head));
-  }
+  ) {}
 
   /**
    * HTTPS hooks (tls.ts): what the plain listeners do first once TLS is on (ACME answers, the
@@ -138,11 +148,11 @@ export class AppsRouter {
   plainHook: ((req: IncomingMessage, res: ServerResponse) => boolean) | undefined;
 
   serve(req: IncomingMessage, res: ServerResponse): void {
-    this.handle(req, res);
+    this.handle(req, res, false);
   }
 
   upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
-    this.tunnel(req, socket, head);
+    this.tunnel(req, socket, head, false);
   }
 
   /** Points `name` at a revision's processes, from the next request on. */
@@ -155,26 +165,71 @@ export class AppsRouter {
     if (group === undefined || this.routes.get(name) === group) this.routes.delete(name);
   }
 
-  listen(port: number, host: string): Promise<number> {
-    this.listening ??= new Promise((resolve, reject) => {
-      this.server.once("error", reject);
-      this.server.listen(port, host, () => {
-        this.server.off("error", reject);
-        const address = this.server.address();
+  /**
+   * Serves on `host:port` (idempotent per address; resolves to the bound port). `front`: only the
+   * HAProxy front connects there, and its X-Forwarded-* headers are passed on as it wrote them.
+   */
+  listen(port: number, host: string, opts: { front?: boolean } = {}): Promise<number> {
+    const key = `${host}:${port}`;
+    let listening = this.listening.get(key);
+    if (listening !== undefined) return listening;
+    const fromFront = opts.front === true;
+    const server = createServer((req, res) => {
+      if (this.plainHook?.(req, res) !== true) this.handle(req, res, fromFront);
+    });
+    server.on("upgrade", (req, socket, head) => this.tunnel(req, socket, head, fromFront));
+    this.servers.push(server);
+    listening = new Promise((resolve, reject) => {
+      server.once("error", reject);
+      server.listen(port, host, () => {
+        server.off("error", reject);
+        const address = server.address();
         resolve(typeof address === "object" && address !== null ? address.port : port);
       });
     });
-    return this.listening;
+    this.listening.set(key, listening);
+    return listening;
   }
 
   async close(): Promise<void> {
-    if (this.listening === undefined) return;
-    await this.listening.catch(() => undefined);
-    const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
-    this.server.closeAllConnections();
+    await Promise.all([...this.listening.values()].map((l) => l.catch(() => undefined)));
+    const closed = this.servers.map(
+      (server) =>
+        new Promise<void>((resolve) => (server.listening ? server.close(() => resolve()) : resolve())),
+    );
+    for (const server of this.servers) server.closeAllConnections();
     for (const socket of this.tunnels) socket.destroy();
     this.agent.destroy();
-    await closed;
+    await Promise.all(closed);
+  }
+
+  /** What the HAProxy front may proxy straight to apps: routes whose revision has ready processes. */
+  snapshot(): RouteSnapshot[] {
+    const custom = new Map<string, string[]>();
+    for (const [hostname, name] of this.customHosts?.entries?.() ?? []) {
+      const list = custom.get(name) ?? [];
+      list.push(hostname);
+      custom.set(name, list);
+    }
+    const out: RouteSnapshot[] = [];
+    for (const [name, group] of this.routes) {
+      if (group.site !== undefined || group.scaledToZero) continue;
+      const servers = group
+        .routable()
+        .map((r) => `${r.host.includes(":") ? `[${r.host}]` : r.host}:${r.port}`);
+      if (servers.length === 0) continue;
+      out.push({
+        name,
+        hosts: [`${name}.${this.domain}`.toLowerCase(), ...(custom.get(name) ?? [])],
+        servers,
+      });
+    }
+    return out;
+  }
+
+  /** The traffic of the deployment served under `name` (the front credits what it proxied). */
+  trafficOf(name: string): RevisionGroup["traffic"] | undefined {
+    return this.routes.get(name)?.traffic;
   }
 
   /** The deployment name a Host header addresses, or undefined when it is not one of ours. */
@@ -223,7 +278,7 @@ export class AppsRouter {
     return replica;
   }
 
-  private handle(req: IncomingMessage, res: ServerResponse): void {
+  private handle(req: IncomingMessage, res: ServerResponse, fromFront: boolean): void {
     const admitted = this.admit(req, (end) => res.once("close", end));
     if (!("group" in admitted)) {
       req.resume();
@@ -247,18 +302,24 @@ export class AppsRouter {
         target.release();
         return;
       }
-      this.proxy(req, res, admitted.name, target);
+      this.proxy(req, res, admitted.name, target, fromFront);
     });
   }
 
-  private proxy(req: IncomingMessage, res: ServerResponse, name: string, target: Replica): void {
+  private proxy(
+    req: IncomingMessage,
+    res: ServerResponse,
+    name: string,
+    target: Replica,
+    fromFront: boolean,
+  ): void {
     const started = performance.now();
     res.once("close", () => {
       target.release();
       recordRequest(name, performance.now() - started, res.statusCode);
     });
     const withBody = hasBody(req);
-    const headers = forwardedHeaders(req);
+    const headers = forwardedHeaders(req, fromFront);
     const send = (fresh: boolean) => {
       const upstream = request({
         host: target.host,
@@ -292,7 +353,7 @@ export class AppsRouter {
   }
 
   /** WebSocket and other upgrades: replay the request head to the app, then splice the sockets. */
-  private tunnel(req: IncomingMessage, socket: Duplex, head: Buffer): void {
+  private tunnel(req: IncomingMessage, socket: Duplex, head: Buffer, fromFront: boolean): void {
     const refuse = (r: Refusal) => {
       const body = JSON.stringify({ detail: r.detail });
       const retry = r.retryAfter === undefined ? "" : `retry-after: ${r.retryAfter}\r\n`;
@@ -314,11 +375,17 @@ export class AppsRouter {
     void this.route(admitted.name, admitted.group).then((target) => {
       if (!("port" in target)) refuse(target);
       else if (socket.destroyed) target.release();
-      else this.splice(req, socket, head, target);
+      else this.splice(req, socket, head, target, fromFront);
     });
   }
 
-  private splice(req: IncomingMessage, socket: Duplex, head: Buffer, target: Replica): void {
+  private splice(
+    req: IncomingMessage,
+    socket: Duplex,
+    head: Buffer,
+    target: Replica,
+    fromFront: boolean,
+  ): void {
     const upstream: Socket = connect(target.port, target.host);
     this.tunnels.add(upstream);
     let released = false;
@@ -341,7 +408,7 @@ export class AppsRouter {
         const name = req.rawHeaders[i] ?? "";
         if (!skip.has(name.toLowerCase())) lines.push(`${name}: ${req.rawHeaders[i + 1] ?? ""}`);
       }
-      const fwd = forwardedHeaders(req);
+      const fwd = forwardedHeaders(req, fromFront);
       for (const name of skip) lines.push(`${name}: ${String(fwd[name] ?? "")}`);
       upstream.write(`${lines.join("\r\n")}\r\n\r\n`);
       if (head.length > 0) upstream.write(head);

@@ -6,6 +6,7 @@
  */
 export class Traffic {
   private count = 0;
+  private external = 0;
   private last: number | undefined;
   /** ∫ in-flight dt since `since`, in request·ms. */
   private area = 0;
@@ -30,8 +31,23 @@ export class Traffic {
     this.last = this.changedAt;
   }
 
+  /**
+   * Requests in flight on another edge (the HAProxy front's statistics, read a few times a second):
+   * they count as this edge's own until the next reading.
+   */
+  setExternal(count: number): void {
+    this.account();
+    this.external = count;
+    if (count > 0) this.last = this.changedAt;
+  }
+
+  /** A request another edge served has ended (its request log). */
+  touch(at: number): void {
+    if (this.last === undefined || at > this.last) this.last = at;
+  }
+
   get inflight(): number {
-    return this.count;
+    return this.count + this.external;
   }
 
   /** When a request last started or ended (ms since the epoch); undefined when none ever came. */
@@ -43,7 +59,7 @@ export class Traffic {
   takeAverage(): number {
     this.account();
     const elapsed = this.changedAt - this.since;
-    const average = elapsed > 0 ? this.area / elapsed : this.count;
+    const average = elapsed > 0 ? this.area / elapsed : this.count + this.external;
     this.area = 0;
     this.since = this.changedAt;
     return average;
@@ -51,7 +67,7 @@ export class Traffic {
 
   private account(): void {
     const now = this.now();
-    this.area += this.count * (now - this.changedAt);
+    this.area += (this.count + this.external) * (now - this.changedAt);
     this.changedAt = now;
   }
 }

@@ -1,0 +1,118 @@
+import { join } from "node:path";
+
+/**
+ * The HAProxy configuration of the apps edge's front (docs/edge.md), as text: nothing here runs.
+ * HAProxy serves the public apps port. A host found in the hosts map goes to its deployment's
+ * backend (a slot), whose servers are the deployment's ready processes; everything else goes to the
+ * Node edge on loopback: unknown hosts (its 404), deployments scaled to zero (its cold-start hold),
+ * static sites, upgrades (WebSocket) and event streams, whose in-flight counts it keeps while they
+ * last. Between reloads the front changes servers and map entries through the runtime API; a
+ * reload (only when it needs more slots) writes the state of that moment.
+ */
+
+export interface SlotState {
+  /** Backend name: `s<n>`. */
+  slot: string;
+  servers: { name: string; address: string; drain: boolean }[];
+}
+
+export interface HaproxyConfig {
+  /** Where HAProxy keeps its sockets, pid file and hosts map. */
+  dir: string;
+  listen: { host: string; port: number };
+  /** The Node edge, on loopback. */
+  edgePort: number;
+  /** Where the request log goes (UDP on loopback, one line a request: slot, status, ms). */
+  logPort: number;
+  maxconn: number;
+  /** `auto` or a count of threads. */
+  threads: string;
+  /** Unprivileged user and group once the port is bound (when Slipway runs as root). */
+  user?: { user: string; group: string };
+  slots: SlotState[];
+  /** How long an old process may finish its connections after a reload. */
+  hardStopAfterS: number;
+}
+
+export const HOSTS_MAP = "hosts.map";
+export const ADMIN_SOCKET = "admin.sock";
+export const MASTER_SOCKET = "master.sock";
+export const PID_FILE = "haproxy.pid";
+
+/**
+ * An app process's server options: a refused connection takes it out at once (the request is
+ * retried on another, or on the Node edge, the backup, when none is left), and a TCP check brings
+ * it back. Written the same in the file and in `add server`, as dynamic servers take no defaults.
+ */
+export const SERVER_OPTIONS = "check inter 2s fall 1 rise 1 observe layer4 error-limit 1 on-error mark-down";
+
+/** An address:port HAProxy takes (IPv4, or IPv6 in brackets). */
+export function serverAddress(host: string, port: number): string {
+  return `${host.includes(":") ? `[${host}]` : host}:${port}`;
+}
+
+/** The hosts map: `host slot` lines (hosts are lower-case LDH names; others are left out). */
+export function renderHostsMap(entries: [host: string, slot: string][]): string {
+  return entries
+    .filter(([host]) => /^[a-z0-9]([a-z0-9.-]*[a-z0-9])?$/.test(host))
+    .map(([host, slot]) => `${host} ${slot}\n`)
+    .join("");
+}
+
+export function renderHaproxyConfig(c: HaproxyConfig): string {
+  const backends = c.slots.map((s) =>
+    [
+      `backend ${s.slot}`,
+      "  balance roundrobin",
+      ...s.servers.map(
+        (r) => `  server ${r.name} ${r.address} ${SERVER_OPTIONS}${r.drain ? " weight 0" : ""}`,
+      ),
+      `  server edge 127.0.0.1:${c.edgePort} backup`,
+    ].join("\n"),
+  );
+  return `# Written by Slipway (src/runtimes/local/routing/haproxy/config.ts) at each reload.
+global
+  master-worker
+  pidfile ${join(c.dir, PID_FILE)}
+  stats socket ${join(c.dir, ADMIN_SOCKET)} mode 600 level admin expose-fd listeners
+  maxconn ${c.maxconn}
+${c.threads === "auto" ? "" : `  nbthread ${c.threads}\n`}${c.user === undefined ? "" : `  user ${c.user.user}\n  group ${c.user.group}\n`}  hard-stop-after ${c.hardStopAfterS}s
+  log 127.0.0.1:${c.logPort} len 256 format raw local0 info
+
+defaults
+  mode http
+  log global
+  option dontlognull
+  option http-keep-alive
+  timeout connect 5s
+  timeout client 1h
+  timeout server 1h
+  timeout tunnel 1h
+  timeout http-request 30s
+  timeout http-keep-alive 75s
+  retries 2
+  option redispatch 1
+  retry-on conn-failure empty-response
+  http-reuse safe
+
+frontend apps
+  bind ${serverAddress(c.listen.host, c.listen.port)}
+  log-format "%b %ST %Ta"
+  option forwardfor
+  http-request set-header X-Forwarded-Host %[req.hdr(host)] unless { req.hdr(x-forwarded-host) -m found }
+  http-request set-header X-Forwarded-Proto http unless { req.hdr(x-forwarded-proto) -m found }
+  http-request set-var(txn.slot) req.hdr(host),field(1,:),lower,regsub(\\.$,),map_str(${join(c.dir, HOSTS_MAP)},edge)
+  # Upgrades and event streams go to the Node edge, which counts them while they last.
+  use_backend edge if { req.hdr(upgrade) -m found }
+  use_backend edge if { req.hdr(accept) -m sub text/event-stream }
+  use_backend %[var(txn.slot)]
+  default_backend edge
+
+backend edge
+  # What the Node edge answers is in its own metrics: not logged twice.
+  http-request set-log-level silent
+  server edge 127.0.0.1:${c.edgePort}
+
+${backends.join("\n\n")}
+`;
+}
