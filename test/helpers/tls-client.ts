@@ -1,6 +1,6 @@
 import { connect as h2connect } from "node:http2";
-import { request } from "node:https";
-import { type PeerCertificate, connect as tlsConnect } from "node:tls";
+import { type RequestOptions, request } from "node:https";
+import { type ConnectionOptions, type PeerCertificate, connect as tlsConnect } from "node:tls";
 
 /** Clients of the apps edge's HTTPS listener, trusting `ca`, naming `host` by SNI and Host. */
 
@@ -21,35 +21,34 @@ export function httpsGet(
   headers: Record<string, string> = {},
 ): Promise<TlsAnswer> {
   return new Promise((resolve, reject) => {
-    const req = request(
-      {
-        host: "127.0.0.1",
-        port,
-        path,
-        servername: host,
-        ca,
-        ALPNProtocols: ["http/1.1"],
-        agent: false,
-        headers: { host: `${host}:${port}`, ...headers },
-      },
-      (res) => {
-        const chunks: Buffer[] = [];
-        const socket = res.socket as import("node:tls").TLSSocket;
-        const serial = socket.getPeerCertificate().serialNumber;
-        const alpn = socket.alpnProtocol;
-        res.on("data", (c: Buffer) => chunks.push(c));
-        res.on("end", () =>
-          resolve({
-            status: res.statusCode ?? 0,
-            headers: res.headers,
-            body: Buffer.concat(chunks).toString(),
-            serial,
-            alpn: alpn ?? false,
-          }),
-        );
-        res.on("error", reject);
-      },
-    );
+    // https passes TLS options on to tls.connect; its RequestOptions type omits ALPN.
+    const options: RequestOptions & ConnectionOptions = {
+      host: "127.0.0.1",
+      port,
+      path,
+      servername: host,
+      ca,
+      ALPNProtocols: ["http/1.1"],
+      agent: false,
+      headers: { host: `${host}:${port}`, ...headers },
+    };
+    const req = request(options, (res) => {
+      const chunks: Buffer[] = [];
+      const socket = res.socket as import("node:tls").TLSSocket;
+      const serial = socket.getPeerCertificate().serialNumber;
+      const alpn = socket.alpnProtocol;
+      res.on("data", (c: Buffer) => chunks.push(c));
+      res.on("end", () =>
+        resolve({
+          status: res.statusCode ?? 0,
+          headers: res.headers,
+          body: Buffer.concat(chunks).toString(),
+          serial,
+          alpn: alpn ?? false,
+        }),
+      );
+      res.on("error", reject);
+    });
     req.on("error", reject);
     req.end();
   });

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { X509Certificate } from "node:crypto";
 import { request } from "node:http";
 import { after, before, it } from "node:test";
-import { eventsAfter } from "../../../src/core/events/store.ts";
+import { eventsAfter, sequenceEvents } from "../../../src/core/events/store.ts";
 import { AcmeIssuer } from "../../../src/resources/certificates/acme.ts";
 import { CertificateKeeper } from "../../../src/resources/certificates/keeper.ts";
 import { certificateStates } from "../../../src/resources/certificates/store.ts";
@@ -13,7 +13,7 @@ import { freePort } from "../../e2e/stack.ts";
 import { call, type Deployment } from "../../helpers/deployments.ts";
 import { startDnsServer } from "../../helpers/dns-challtestsrv.ts";
 import { eventually } from "../../helpers/eventually.ts";
-import { forEachDatabase } from "../../helpers/harness.ts";
+import { forEachDatabase, type TestContext } from "../../helpers/harness.ts";
 import { startPebble } from "../../helpers/pebble.ts";
 import { h2Get, handshake, httpsGet } from "../../helpers/tls-client.ts";
 import { waitForRevision } from "../../helpers/wait.ts";
@@ -49,6 +49,13 @@ function plainGet(host: string, path: string): Promise<{ status: number; locatio
     req.on("error", reject);
     req.end();
   });
+}
+
+/** The certificate.issued events of `host` in the workspace (sequenced first, as a follower would). */
+async function issuedEvents(ctx: TestContext, host: string): Promise<number> {
+  await sequenceEvents(ctx.db);
+  const events = await eventsAfter(ctx.db.orm, ctx.workspaceId, "0", ["certificate.issued"], 1000);
+  return events.filter((e) => e.body.includes(`"${host}"`)).length;
 }
 
 forEachDatabase(
@@ -95,10 +102,7 @@ forEachDatabase(
       // Issued once, reported as an event of the deployment's workspace.
       await eventually(
         "the certificate.issued event",
-        async () =>
-          (await eventsAfter(suite.ctx.db.orm, suite.ctx.workspaceId, "0", ["certificate.issued"], 100)).some(
-            (e) => e.body.includes(appHost),
-          ),
+        async () => (await issuedEvents(suite.ctx, appHost)) > 0,
         10_000,
       );
     });
@@ -227,10 +231,7 @@ forEachDatabase(
           ]);
           assert.ok(here.ok && there.ok, JSON.stringify([here, there]));
           assert.equal(here.cert.serialNumber, there.cert.serialNumber);
-          const issued = async () =>
-            (
-              await eventsAfter(suite.ctx.db.orm, suite.ctx.workspaceId, "0", ["certificate.issued"], 1000)
-            ).filter((e) => e.body.includes(`"${host}"`)).length;
+          const issued = () => issuedEvents(suite.ctx, host);
           await eventually("the certificate.issued event", async () => (await issued()) > 0, 10_000);
           // Both keepers keep looking over certificates meanwhile: still one order.
           await new Promise((r) => setTimeout(r, 1500));
