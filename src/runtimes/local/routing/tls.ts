@@ -108,6 +108,10 @@ function adaptHttp2(req: Http2ServerRequest, res: Http2ServerResponse): void {
   Object.defineProperty(req, "url", { value: url, writable: true });
   Object.defineProperty(req, "method", { value: method, writable: true });
   for (const name of PSEUDO) delete req.headers[name];
+  // HTTP/2 frames bodies itself, often with no content-length: say "chunked" so that the router
+  // passes the body on (and the HTTP/1.1 request to the app frames it so).
+  if (!req.stream.endAfterHeaders && req.headers["content-length"] === undefined)
+    req.headers["transfer-encoding"] = "chunked";
   const writeHead = res.writeHead.bind(res);
   Object.defineProperty(res, "writeHead", {
     value: (status: number, message?: string | OutgoingHttpHeaders, headers?: OutgoingHttpHeaders) =>
