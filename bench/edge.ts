@@ -10,10 +10,11 @@ import { createHello, median, startServe } from "./serve.ts";
 
 /**
  * The apps edge beside nginx (issue 30's aim: at least 0.8× nginx's requests a second, p99 within
- * 1 ms of nginx's). The built-in hello-http app three ways, on loopback: directly (a copy the bench
+ * 1 ms of nginx's). The built-in hello-http app four ways, on loopback: directly (a copy the bench
  * starts), behind nginx (1 worker, upstream keep-alive, a config the bench writes) in front of that
  * copy, and behind Slipway's apps edge in front of its own deployed copy (a real `slipway serve`,
- * SLIPWAY_SANDBOX=none so the app is on loopback as nginx's is). Rounds interleave the three.
+ * SLIPWAY_SANDBOX=none so the app is on loopback as nginx's is): with its HAProxy front (one thread,
+ * as nginx has one worker), and with the Node edge alone (SLIPWAY_EDGE=node). Rounds interleave.
  */
 
 const NGINX = "/usr/sbin/nginx";
@@ -88,7 +89,12 @@ export async function edgeVsNginx(seconds: number, rounds: number): Promise<Edge
   if (!existsSync(NGINX)) return "nginx is not installed (apt-get install nginx-light)";
   const dir = mkdtempSync(join(tmpdir(), "slipway-bench-edge-"));
   const children: ChildProcess[] = [];
-  const s = await startServe({ SLIPWAY_SANDBOX: "none" });
+  const fronted = await startServe({
+    SLIPWAY_SANDBOX: "none",
+    SLIPWAY_EDGE: "haproxy",
+    SLIPWAY_EDGE_THREADS: "1",
+  });
+  const nodeOnly = await startServe({ SLIPWAY_SANDBOX: "none", SLIPWAY_EDGE: "node" });
   try {
     const appPort = await freePort();
     children.push(
@@ -101,21 +107,28 @@ export async function edgeVsNginx(seconds: number, rounds: number): Promise<Edge
     mkdirSync(join(dir, "logs"));
     writeFileSync(join(dir, "nginx.conf"), nginxConfig(dir, nginxPort, appPort));
     children.push(spawn(NGINX, ["-p", dir, "-c", join(dir, "nginx.conf")], { stdio: "ignore" }));
-    const id = await createHello(s, "bench-edge");
-    const deployed = await patchToDeployed({
-      baseUrl: s.baseUrl,
-      apiKey: s.apiKey,
-      deploymentId: id,
-      body: { secrets: [{ name: "BENCH_RUN", value: "edge" }] },
-    });
-    if (deployed.status !== "DEPLOYED") throw new Error(`the edge's app ended ${deployed.status}`);
+    for (const s of [fronted, nodeOnly]) {
+      const id = await createHello(s, "bench-edge");
+      const deployed = await patchToDeployed({
+        baseUrl: s.baseUrl,
+        apiKey: s.apiKey,
+        deploymentId: id,
+        body: { secrets: [{ name: "BENCH_RUN", value: "edge" }] },
+      });
+      if (deployed.status !== "DEPLOYED") throw new Error(`the edge's app ended ${deployed.status}`);
+    }
     const host = { host: "bench-edge.localhost" };
     const targets = [
       { path: "the app directly", url: `http://127.0.0.1:${appPort}`, headers: {} },
       { path: "nginx in front of it", url: `http://127.0.0.1:${nginxPort}`, headers: {} },
       {
-        path: "Slipway's apps edge in front of its deployed copy",
-        url: `http://127.0.0.1:${s.appsPort}`,
+        path: "Slipway's apps edge (HAProxy front) in front of its deployed copy",
+        url: `http://127.0.0.1:${fronted.appsPort}`,
+        headers: host,
+      },
+      {
+        path: "Slipway's Node edge alone (SLIPWAY_EDGE=node)",
+        url: `http://127.0.0.1:${nodeOnly.appsPort}`,
         headers: host,
       },
     ];
@@ -144,7 +157,8 @@ export async function edgeVsNginx(seconds: number, rounds: number): Promise<Edge
     });
   } finally {
     for (const c of children) c.kill("SIGTERM");
-    await s.stop();
+    await fronted.stop();
+    await nodeOnly.stop();
     rmSync(dir, { recursive: true, force: true });
   }
 }
@@ -152,7 +166,7 @@ export async function edgeVsNginx(seconds: number, rounds: number): Promise<Edge
 export function edgeLines(rows: EdgeRow[] | string): string {
   const what = "Apps edge beside nginx (hello-http, 10 connections, medians of interleaved rounds)";
   if (typeof rows === "string") return `${what}: not measured: ${rows}`;
-  const [direct, nginx, edge] = rows;
+  const [direct, nginx, edge, nodeEdge] = rows;
   if (direct === undefined || nginx === undefined || edge === undefined) return `${what}: no result`;
   const lines = rows.map(
     (r) =>
@@ -161,5 +175,7 @@ export function edgeLines(rows: EdgeRow[] | string): string {
   const ratio = edge.rps / nginx.rps;
   const p99 = edge.p99 - nginx.p99;
   const meets = ratio >= 0.8 && p99 <= 1 ? "meets" : "misses";
-  return `${what}:\n${lines.join("\n")}\n  edge/nginx ${ratio.toFixed(2)}×, p99 ${p99 >= 0 ? "+" : ""}${p99} ms: ${meets} the aims (≥ 0.8× nginx, p99 within 1 ms)`;
+  const node =
+    nodeEdge === undefined ? "" : `; the Node edge alone ${(nodeEdge.rps / nginx.rps).toFixed(2)}× nginx`;
+  return `${what}:\n${lines.join("\n")}\n  edge/nginx ${ratio.toFixed(2)}×, p99 ${p99 >= 0 ? "+" : ""}${p99} ms: ${meets} the aims (≥ 0.8× nginx, p99 within 1 ms)${node}`;
 }
