@@ -1,3 +1,4 @@
+// Why over 300 lines: one revision's processes, their routing, scaling and waking share its state.
 import type { ProcessInfo } from "../../interface.ts";
 import { abortError } from "../../shared/exec.ts";
 import type { StaticSite } from "../routing/static-site.ts";
