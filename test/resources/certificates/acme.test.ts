@@ -248,7 +248,6 @@ forEachDatabase(
       SLIPWAY_RECONCILER_POLL_MS: "200",
       SLIPWAY_APPS_PORT: String(appsPort),
       SLIPWAY_APPS_DOMAIN: "apps.example.com",
-      SLIPWAY_EDGE: "node",
       SLIPWAY_HEALTH_TIMEOUT_MS: "5000",
       SLIPWAY_DNS_RESOLVER: dns.address,
       SLIPWAY_DOMAIN_CHECK_MS: "200",

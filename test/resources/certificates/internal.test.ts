@@ -140,7 +140,6 @@ forEachDatabase(
       SLIPWAY_RECONCILER: "true",
       SLIPWAY_RECONCILER_POLL_MS: "200",
       SLIPWAY_APPS_PORT: String(appsPort),
-      SLIPWAY_EDGE: "node",
       SLIPWAY_HEALTH_TIMEOUT_MS: "5000",
       SLIPWAY_APPS_TLS: "internal",
       SLIPWAY_APPS_TLS_PORT: String(tlsPort),
