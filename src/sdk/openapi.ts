@@ -14494,7 +14494,7 @@ export interface paths {
                     /** @description Resume after this event id (what the `Last-Event-ID` header also says; the header wins). */
                     last_event_id?: string;
                     /** @description Only these event types (repeat the parameter); all when absent. */
-                    types?: ("deployment.created" | "deployment.deleted" | "deployment.status_changed" | "deployment.storage_exceeded" | "deployment.unhealthy" | "deployment.healthy" | "revision.status_changed" | "listener.status_changed" | "oauth.token.created" | "oauth.token.refresh_failed" | "oauth.token.revoked")[];
+                    types?: ("deployment.created" | "deployment.deleted" | "deployment.status_changed" | "deployment.storage_exceeded" | "certificate.issued" | "certificate.failed" | "deployment.unhealthy" | "deployment.healthy" | "revision.status_changed" | "listener.status_changed" | "oauth.token.created" | "oauth.token.refresh_failed" | "oauth.token.revoked")[];
                 };
                 header?: never;
                 path?: never;
@@ -17538,7 +17538,7 @@ export interface paths {
                     "application/json": {
                         description?: string;
                         enabled?: boolean;
-                        events: ("deployment.created" | "deployment.deleted" | "deployment.status_changed" | "deployment.storage_exceeded" | "deployment.unhealthy" | "deployment.healthy" | "revision.status_changed" | "listener.status_changed" | "oauth.token.created" | "oauth.token.refresh_failed" | "oauth.token.revoked")[];
+                        events: ("deployment.created" | "deployment.deleted" | "deployment.status_changed" | "deployment.storage_exceeded" | "certificate.issued" | "certificate.failed" | "deployment.unhealthy" | "deployment.healthy" | "revision.status_changed" | "listener.status_changed" | "oauth.token.created" | "oauth.token.refresh_failed" | "oauth.token.revoked")[];
                         /** @description Where events are POSTed (https). */
                         url: string;
                     };
@@ -18005,7 +18005,7 @@ export interface paths {
                     "application/json": {
                         description?: string;
                         enabled?: boolean;
-                        events?: ("deployment.created" | "deployment.deleted" | "deployment.status_changed" | "deployment.storage_exceeded" | "deployment.unhealthy" | "deployment.healthy" | "revision.status_changed" | "listener.status_changed" | "oauth.token.created" | "oauth.token.refresh_failed" | "oauth.token.revoked")[];
+                        events?: ("deployment.created" | "deployment.deleted" | "deployment.status_changed" | "deployment.storage_exceeded" | "certificate.issued" | "certificate.failed" | "deployment.unhealthy" | "deployment.healthy" | "revision.status_changed" | "listener.status_changed" | "oauth.token.created" | "oauth.token.refresh_failed" | "oauth.token.revoked")[];
                         /** @description Where events are POSTed (https). */
                         url?: string;
                     };
