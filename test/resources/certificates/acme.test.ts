@@ -1,13 +1,12 @@
 import assert from "node:assert/strict";
 import { X509Certificate } from "node:crypto";
+import { mkdtempSync, rmSync } from "node:fs";
 import { request } from "node:http";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { after, before, it } from "node:test";
 import { eventsAfter, sequenceEvents } from "../../../src/core/events/store.ts";
-import { AcmeIssuer } from "../../../src/resources/certificates/acme.ts";
-import { CertificateKeeper } from "../../../src/resources/certificates/keeper.ts";
 import { certificateStates } from "../../../src/resources/certificates/store.ts";
-import { AppsRouter } from "../../../src/runtimes/local/routing/router.ts";
-import { TlsEdge } from "../../../src/runtimes/local/routing/tls.ts";
 import { type RunningReconciler, startReconciler } from "../../../src/wiring/reconciler.ts";
 import { freePort } from "../../e2e/stack.ts";
 import { call, type Deployment } from "../../helpers/deployments.ts";
@@ -37,7 +36,6 @@ after(async () => {
   await pebble.stop();
   await dns.stop();
 });
-const quiet = { info: () => {}, warn: () => {} };
 
 /** A plain HTTP request to the apps port: status and Location. */
 function plainGet(host: string, path: string): Promise<{ status: number; location: string | undefined }> {
@@ -186,37 +184,32 @@ forEachDatabase(
     });
 
     if (kind === "postgres")
-      it("two servers share one certificate, ordered once", async () => {
-        // A second server's certificate side on the same database: its own keeper and TLS listener.
-        const keeper = new CertificateKeeper(
-          suite.ctx.db,
-          suite.ctx.keyring,
-          new AcmeIssuer(suite.ctx.db, suite.ctx.keyring, {
-            directoryUrl: pebble.directoryUrl,
-            ca: suite.ctx.config.apps.tls.acme.ca,
-            email: undefined,
-          }),
-          {
-            appsDomain: suite.ctx.config.apps.domain,
-            checkEveryMs: 200,
-            onDemandWaitMs: 15_000,
-            logger: quiet,
+      it("two servers on one database share one certificate, ordered once", async () => {
+        // A second `slipway serve` on the same database, with its own data dir and ports. Pebble
+        // validates through the first one's plain port whichever server ordered: the HTTP-01
+        // answers are in the database.
+        const dataDir = mkdtempSync(join(tmpdir(), "slipway-second-"));
+        const config = {
+          ...suite.ctx.config,
+          dataDir,
+          apps: {
+            ...suite.ctx.config.apps,
+            port: await freePort(),
+            tls: { ...suite.ctx.config.apps.tls, port: await freePort() },
           },
+        };
+        const second = await startReconciler(
+          { config, db: suite.ctx.db, keyring: suite.ctx.keyring },
+          suite.ctx.app.log,
         );
-        const edge = new TlsEdge(new AppsRouter(suite.ctx.config.apps.domain), {
-          certificates: keeper,
-          handshakeTimeoutMs: 20_000,
-          logger: quiet,
-        });
-        const port = await edge.listen(0, "127.0.0.1");
         try {
-          keeper.start();
+          const secondTls = second.runtime.tlsPort ?? 0;
+          assert.ok(secondTls > 0 && secondTls !== tlsPort);
           const host = `both-${kind}.example.com`;
           const added = await call<Domain>(suite.ctx, "POST", `/v2/deployments/${dep.id}/domains`, {
             hostname: host,
           });
           await dns.setTxt(added.body.verification.record_name, added.body.verification.token);
-          // Both servers are asked for it at once, as soon as it is verified.
           await eventually(
             "the domain to be verified",
             async () =>
@@ -225,20 +218,21 @@ forEachDatabase(
               )?.verification.status === "verified",
             30_000,
           );
+          // Both servers are asked for it at once, as soon as it is verified.
           const [here, there] = await Promise.all([
             handshake(tlsPort, host, root),
-            handshake(port, host, root),
+            handshake(secondTls, host, root),
           ]);
           assert.ok(here.ok && there.ok, JSON.stringify([here, there]));
           assert.equal(here.cert.serialNumber, there.cert.serialNumber);
           const issued = () => issuedEvents(suite.ctx, host);
           await eventually("the certificate.issued event", async () => (await issued()) > 0, 10_000);
-          // Both keepers keep looking over certificates meanwhile: still one order.
+          // Both keep looking over certificates meanwhile: still one order.
           await new Promise((r) => setTimeout(r, 1500));
           assert.equal(await issued(), 1, "one order for the two servers");
         } finally {
-          await keeper.stop();
-          await edge.close();
+          await second.stop();
+          rmSync(dataDir, { recursive: true, force: true });
         }
       });
   },
