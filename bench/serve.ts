@@ -21,21 +21,25 @@ export interface Serve {
 export async function startServe(env: Record<string, string> = {}): Promise<Serve> {
   const dataDir = mkdtempSync(join(tmpdir(), "slipway-bench-serve-"));
   const apiKey = `sw_bench_${randomBytes(16).toString("hex")}`;
-  const proc = spawn(process.execPath, [SLIPWAY_BIN, "serve"], {
-    env: {
-      ...process.env,
-      DATABASE_URL: "memory://",
-      PORT: "0",
-      SLIPWAY_APPS_PORT: "0",
-      SLIPWAY_DATA_DIR: dataDir,
-      SLIPWAY_BOOTSTRAP_API_KEY: apiKey,
-      SLIPWAY_RECONCILER_POLL_MS: "500",
-      SLIPWAY_RATE_LIMIT_PER_MINUTE: "0",
-      LOG_LEVEL: "warn",
-      ...env,
+  const proc = spawn(
+    process.execPath,
+    [...(process.env.BENCH_SERVE_NODE_ARGS ?? "").split(" ").filter(Boolean), SLIPWAY_BIN, "serve"],
+    {
+      env: {
+        ...process.env,
+        DATABASE_URL: "memory://",
+        PORT: "0",
+        SLIPWAY_APPS_PORT: "0",
+        SLIPWAY_DATA_DIR: dataDir,
+        SLIPWAY_BOOTSTRAP_API_KEY: apiKey,
+        SLIPWAY_RECONCILER_POLL_MS: "500",
+        SLIPWAY_RATE_LIMIT_PER_MINUTE: "0",
+        LOG_LEVEL: "warn",
+        ...env,
+      },
+      stdio: ["ignore", "pipe", "inherit"],
     },
-    stdio: ["ignore", "pipe", "inherit"],
-  });
+  );
   const stop = async () => {
     proc.kill("SIGTERM");
     await new Promise((r) => proc.once("exit", r));

@@ -43,13 +43,6 @@ export async function startReconciler(deps: AppDeps, logger: ReconcilerLogger): 
   });
   // HTTPS on the apps edge (docs/https.md): certificates ordered once the apps port answers.
   const tls = await edgeTls(deps, logger);
-  // With HTTPS on, the plain port only redirects and answers ACME: the Node edge does both, and
-  // HAProxy in front would send requests for running apps past them (docs/https.md).
-  if (tls.runtime !== undefined && config.apps.edge.kind !== "node")
-    logger.info(
-      { edge: config.apps.edge.kind },
-      "apps edge: HTTPS is on: the plain port is the Node edge's, which redirects",
-    );
   const runtime = new LocalRuntime({
     customHosts,
     tls: tls.runtime,
@@ -57,7 +50,8 @@ export async function startReconciler(deps: AppDeps, logger: ReconcilerLogger): 
     appsPort: config.apps.port,
     appsDomain: config.apps.domain,
     appsHost: config.host,
-    edge: tls.runtime === undefined ? config.apps.edge : { ...config.apps.edge, kind: "node" },
+    // With HTTPS on, the Node edge serves the plain port too, whatever SLIPWAY_EDGE says (routing/edge.ts).
+    edge: config.apps.edge,
     healthTimeoutMs: config.apps.healthTimeoutMs,
     healthTimeoutMaxMs: config.apps.healthTimeoutMaxMs,
     scaling: {

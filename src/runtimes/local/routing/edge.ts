@@ -46,8 +46,13 @@ export async function openEdge(
     tls: boolean;
   },
 ): Promise<OpenedEdge> {
-  if (o.settings.kind === "auto" && o.tls)
-    o.logger.info({}, "apps edge: HTTPS is on, so the Node edge serves both apps ports (docs/edge.md)");
+  // Every plain request is then a redirect or an ACME answer, which HAProxy would pass by for
+  // running apps: the Node edge serves both ports.
+  if (o.settings.kind !== "node" && o.tls)
+    o.logger.info(
+      { edge: o.settings.kind },
+      "apps edge: HTTPS is on, so the Node edge serves both apps ports (docs/edge.md)",
+    );
   if (o.settings.kind !== "node" && !o.tls) {
     const edgePort = await router.listen(0, "127.0.0.1", { front: true });
     const port = o.port === 0 ? await freePort(o.host) : o.port;
