@@ -9,6 +9,7 @@ import {
   type ClaimedCertificate,
   certificatesChangedSince,
   claimDue,
+  orderUnderWay,
   type StoredCertificate,
   saveFailure,
   saveIssued,
@@ -166,11 +167,13 @@ export class CertificateKeeper {
     if (mine !== undefined) {
       await Promise.race([mine, new Promise((r) => setTimeout(r, this.o.onDemandWaitMs).unref())]);
     }
-    // Another server's order (or a back-off): look for its result until the handshake gives up.
+    // Another server's order: look for its result until the handshake gives up. None under way
+    // (the host is backing off after failures): fail this handshake now.
     for (;;) {
       const stored = await storedCertificate(this.db.orm, host);
       if (stored !== undefined && Date.parse(stored.not_after) > Date.now()) return this.load(stored);
       if (mine !== undefined || Date.now() >= deadline || this.stopped) return undefined;
+      if (!(await orderUnderWay(this.db.orm, host))) return undefined;
       await new Promise((r) => setTimeout(r, 250));
     }
   }

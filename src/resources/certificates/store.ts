@@ -177,6 +177,15 @@ export async function storedCertificate(
   return row;
 }
 
+/** Whether some server holds the lease of `hostname`'s certificate: an order is under way. */
+export async function orderUnderWay(exec: Reader, hostname: string): Promise<boolean> {
+  const found = await rows<{ id: string }>(
+    exec,
+    sql`SELECT id FROM tls_certificates WHERE hostname = ${hostname} AND lease_until > now()`,
+  );
+  return found.length > 0;
+}
+
 /** What the domains API shows of a host's certificate. */
 export interface CertificateState {
   hostname: string;
