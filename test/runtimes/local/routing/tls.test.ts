@@ -1,3 +1,4 @@
+// Why over 300 lines: one HTTPS listener suite against real apps (each case needs the same runtime, CA and app).
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
