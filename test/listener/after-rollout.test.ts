@@ -147,6 +147,15 @@ describe("pods after rollout, on a strict cluster", () => {
     });
     assert.equal(status.code, 0, status.stderr);
     assert.match(status.stdout, /health\s+UNHEALTHY since \S+: \S+: CrashLoopBackOff in container app/);
+    const json = await runCli(["status", "latecrash", "--json"], {
+      SLIPWAY_URL: stack.url,
+      SLIPWAY_API_KEY: KEY,
+    });
+    const health = (
+      JSON.parse(json.stdout) as { health: { serving: boolean; unhealthy_since: string | null } }
+    ).health;
+    assert.equal(health.serving, false);
+    assert.equal(typeof health.unhealthy_since, "string");
 
     behaviours.set(image, "ready");
     stack.k8s.controller?.poke();

@@ -11,7 +11,12 @@ import { apiBase, type Session, storedKey } from "./session.ts";
 import { Tags } from "./tags.tsx";
 import { ErrorBox, ExternalLink, Section, Status, useAction, useEvents, useLoad } from "./ui.tsx";
 
-const PAGE_EVENTS = ["revision.status_changed", "deployment.status_changed"];
+const PAGE_EVENTS = [
+  "revision.status_changed",
+  "deployment.status_changed",
+  "deployment.unhealthy",
+  "deployment.healthy",
+];
 
 function Secrets({ session, dep, onSaved }: { session: Session; dep: Deployment; onSaved: () => void }) {
   const [rows, setRows] = useState(dep.secrets.map((s) => ({ ...s })));
@@ -204,9 +209,12 @@ export function DeploymentPage({
       ),
     [id],
   );
+  // Bumped by this deployment's events: the Pods panel reads its listing again.
+  const [changes, setChanges] = useState(0);
   const reload = () => {
     dep.reload();
     revs.reload();
+    setChanges((n) => n + 1);
   };
   // The page refreshes when the server says this deployment or one of its revisions changed.
   useEvents(session.client, PAGE_EVENTS, (data) => {
@@ -283,7 +291,7 @@ export function DeploymentPage({
       </div>
       {typeof d.source_config.listener_id === "string" && (
         <Section title="Pods">
-          <Pods session={session} deploymentId={d.id} />
+          <Pods session={session} deploymentId={d.id} changes={changes} />
         </Section>
       )}
       <Section title="Traffic (last hour)">

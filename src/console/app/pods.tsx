@@ -2,11 +2,18 @@
 // active revision serves, why not (deployment.unhealthy's reason), and each pod's state.
 import { unwrap } from "../../sdk/client.ts";
 import type { Session } from "./session.ts";
-import { ErrorBox, useEvents, useLoad } from "./ui.tsx";
+import { ErrorBox, useLoad } from "./ui.tsx";
 
-const HEALTH_EVENTS = ["deployment.unhealthy", "deployment.healthy"];
-
-export function Pods({ session, deploymentId }: { session: Session; deploymentId: string }) {
+export function Pods({
+  session,
+  deploymentId,
+  changes,
+}: {
+  session: Session;
+  deploymentId: string;
+  /** Bumped by the page on each event of this deployment (deployment.unhealthy/healthy among them). */
+  changes: number;
+}) {
   const list = useLoad(
     () =>
       unwrap(
@@ -14,11 +21,8 @@ export function Pods({ session, deploymentId }: { session: Session; deploymentId
           params: { path: { deployment_id: deploymentId } },
         }),
       ),
-    [deploymentId],
+    [deploymentId, changes],
   );
-  useEvents(session.client, HEALTH_EVENTS, (data) => {
-    if (data.deployment_id === deploymentId) list.reload();
-  });
   if (list.error) return <ErrorBox error={list.error} />;
   const health = list.data?.health;
   if (!list.data) return <p class="muted">Loading…</p>;

@@ -89,6 +89,8 @@ forEachDatabase("listener pods reports", (suite) => {
     url: () => `/v2/deployments/${d.id}/processes`,
     workspace: true,
     otherTenantUrl: () => `/v2/deployments/${other.id}/processes`,
+    // The same organization's other workspace: a key bound to it does not see this deployment.
+    otherWorkspaceUrl: () => `/v2/deployments/${d.id}/processes`,
   });
 
   it("the desired state says the server takes pods reports", async () => {
