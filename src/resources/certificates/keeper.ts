@@ -39,6 +39,8 @@ export interface KeeperOptions {
 const MAX_BACKOFF_MS = 6 * 3_600_000;
 /** How long one order may take before another server may take it over. */
 const LEASE_MS = 5 * 60_000;
+/** How long stopping waits for orders under way. */
+const STOP_WAIT_MS = 5000;
 /** Orders one look-over starts at most (the rest wait for the next). */
 const BATCH = 5;
 
@@ -279,7 +281,11 @@ export class CertificateKeeper {
   async stop(): Promise<void> {
     this.stopped = true;
     clearTimeout(this.timer);
-    await this.running;
-    await Promise.all(this.ordering.values());
+    // An order under way (a look-over's too) may poll its ACME server for minutes: shutdown does
+    // not wait that long (its lease lets another server take the order over once it expires).
+    await Promise.race([
+      Promise.all([this.running, ...this.ordering.values()]),
+      new Promise((r) => setTimeout(r, STOP_WAIT_MS).unref()),
+    ]);
   }
 }
