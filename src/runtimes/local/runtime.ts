@@ -166,6 +166,10 @@ export class LocalRuntime implements Runtime {
   }
 
   urlFor(deploymentName: string): string {
+    // With HTTPS on, apps are reached over it (the plain port only redirects).
+    const tls = this.tlsPort;
+    if (tls !== undefined)
+      return `https://${deploymentName}.${this.o.appsDomain}${tls === 443 ? "" : `:${tls}`}`;
     return `http://${deploymentName}.${this.o.appsDomain}:${this.appsPort}`;
   }
 

@@ -93,6 +93,9 @@ forEachDatabase(
       assert.equal(h2.status, 200, h2.body);
       assert.equal(h2.alpn, "h2");
       assert.equal(h2.body, h1.body);
+      // The deployment's URL is the HTTPS one.
+      const own = (await call<Deployment>(suite.ctx, "GET", `/v2/deployments/${dep.id}`)).body;
+      assert.equal(own.source_config.custom_url, `https://${appHost}:${tlsPort}`);
       // The certificate names the host and chains to Pebble's root (the client checked the chain).
       const shake = await handshake(tlsPort, appHost, root);
       assert.ok(shake.ok);
@@ -145,6 +148,8 @@ forEachDatabase(
       assert.equal(h2.status, 200, h2.body);
       const h1 = await httpsGet(tlsPort, host, root);
       assert.equal(h1.status, 200, h1.body);
+      const own = (await call<Deployment>(suite.ctx, "GET", `/v2/deployments/${dep.id}`)).body;
+      assert.equal(own.source_config.custom_url, `https://${host}:${tlsPort}`);
     });
 
     it("an unknown name gets no certificate and causes no order", async () => {
