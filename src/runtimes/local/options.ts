@@ -1,9 +1,8 @@
-import type { SandboxMode, UidRange } from "../../config.ts";
+import type { Config, SandboxMode, UidRange } from "../../config.ts";
 import type { LocalLimits } from "../build/limits.ts";
 import type { PackageIndexes } from "../build/plan/detection.ts";
 import type { EngineChoice } from "../engine/finder.ts";
 import type { ContainerNetwork } from "./containers/container.ts";
-import type { EdgeSettings } from "./routing/edge.ts";
 import type { CustomHosts } from "./routing/router.ts";
 import type { RuntimeTls } from "./routing/tls.ts";
 import type { EgressPolicy, ProtectionOptions } from "./sandbox/confine.ts";
@@ -58,7 +57,7 @@ export interface LocalRuntimeOptions {
   /** SLIPWAY_APP_EGRESS and SLIPWAY_APP_EGRESS_ALLOW, for apps in their network namespaces (docs/network.md). */
   egress?: EgressPolicy;
   /** SLIPWAY_EDGE: what serves the apps port (routing/edge.ts; default here: the Node edge alone). */
-  edge?: EdgeSettings;
+  edge?: Config["apps"]["edge"];
   /** HTTPS on its own port beside the apps port (docs/https.md); unset: plain HTTP only. */
   tls?: RuntimeTls;
   /** Where the protections' tools are (tests simulate missing ones); defaults suit a Debian host. */
