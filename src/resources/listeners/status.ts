@@ -23,18 +23,7 @@ type Invalid = ConstructorParameters<typeof FieldsInvalid>[0];
 export async function reportStatus(db: Database, listenerId: string, body: StatusReport): Promise<void> {
   const ids = body.revisions.map((r) => r.revision_id.toLowerCase());
   const known = await revisionsOfListener(db.orm, listenerId, ids);
-  const items: Invalid = ids.flatMap((id, i) =>
-    known.has(id)
-      ? []
-      : [
-          {
-            loc: ["body", "revisions", i, "revision_id"],
-            msg: `Revision ${id} is not one of this listener's deployments.`,
-            type: "value_error",
-          },
-        ],
-  );
-  if (items.length > 0) throw new FieldsInvalid(items);
+  refuseOthers(ids, known, ["revisions", "revision_id"], "Revision");
   const pods = body.deployments ?? [];
   await inAuditedTransaction(db.orm, async (tx) => {
     for (const [i, r] of body.revisions.entries()) {
@@ -47,24 +36,34 @@ export async function reportStatus(db: Database, listenerId: string, body: Statu
   for (const id of new Set(ids)) await db.notify(REPORT_CHANNEL, id).catch(() => {});
 }
 
+/** 422 naming each id of the report (`[list, field]` of the body) that is not this listener's. */
+function refuseOthers(
+  ids: string[],
+  known: { has(id: string): boolean },
+  [list, field]: [string, string],
+  what: string,
+): void {
+  const items: Invalid = ids.flatMap((id, i) =>
+    known.has(id)
+      ? []
+      : [
+          {
+            loc: ["body", list, i, field],
+            msg: `${what} ${id} is not one of this listener's deployments.`,
+            type: "value_error",
+          },
+        ],
+  );
+  if (items.length > 0) throw new FieldsInvalid(items);
+}
+
 /** Stores each deployment's pods; a transition of its active revision's serving emits its event. */
 async function recordPods(tx: Executor, listenerId: string, reports: DeploymentPodsReport[]): Promise<void> {
   const ids = reports.map((r) => r.deployment_id.toLowerCase());
   const subjects = new Map<string, PodsSubject>(
     (await podsSubjects(tx, listenerId, [...new Set(ids)])).map((s) => [s.id, s]),
   );
-  const items: Invalid = ids.flatMap((id, i) =>
-    subjects.has(id)
-      ? []
-      : [
-          {
-            loc: ["body", "deployments", i, "deployment_id"],
-            msg: `Deployment ${id} is not one of this listener's deployments.`,
-            type: "value_error",
-          },
-        ],
-  );
-  if (items.length > 0) throw new FieldsInvalid(items);
+  refuseOthers(ids, subjects, ["deployments", "deployment_id"], "Deployment");
   for (const [i, r] of reports.entries()) {
     const subject = subjects.get(ids[i] ?? "");
     if (!subject) continue;
