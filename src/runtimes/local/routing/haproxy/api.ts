@@ -58,11 +58,17 @@ export class HaproxyApi {
     return this.command(`del map ${file} ${key}`).then(() => undefined);
   }
 
-  async addServer(backend: string, server: string, address: string, options: string): Promise<void> {
-    await this.change(`add server ${backend}/${server} ${address} ${options}`, /^New server registered\.?$/);
-    // A dynamic server starts in maintenance, its checks off.
-    await this.change(`enable health ${backend}/${server}`);
-    await this.change(`enable server ${backend}/${server}`);
+  /** Points a declared server at `address` (`host:port`, `[v6]:port`) and puts it in the rotation. */
+  async useServer(backend: string, server: string, address: string): Promise<void> {
+    const at = address.lastIndexOf(":");
+    const host = address.slice(0, at).replace(/^\[|\]$/g, "");
+    const port = address.slice(at + 1);
+    await this.change(
+      `set server ${backend}/${server} addr ${host} port ${port}`,
+      /^$|changed from|no need to change/,
+    );
+    await this.change(`set server ${backend}/${server} weight 1`);
+    await this.change(`set server ${backend}/${server} state ready`);
   }
 
   /** Out of the rotation; requests already on it finish. */
@@ -70,13 +76,9 @@ export class HaproxyApi {
     return this.change(`set server ${backend}/${server} state drain`);
   }
 
-  /** Removes a drained server; false while HAProxy still holds connections to it (try later). */
-  async delServer(backend: string, server: string): Promise<boolean> {
-    await this.change(`set server ${backend}/${server} state maint`);
-    const answer = await this.command(`del server ${backend}/${server}`);
-    if (/^Server deleted\.?$/.test(answer)) return true;
-    if (/connection|still|queue/i.test(answer)) return false;
-    throw new HaproxyError(`del server ${backend}/${server}: ${answer}`);
+  /** Takes a drained server out (maintenance): its name is free for another process. */
+  releaseServer(backend: string, server: string): Promise<void> {
+    return this.change(`set server ${backend}/${server} state maint`);
   }
 
   /** Every server's row of `show stat`. */

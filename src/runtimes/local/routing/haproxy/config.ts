@@ -13,8 +13,16 @@ import { join } from "node:path";
 export interface SlotState {
   /** Backend name: `s<n>`. */
   slot: string;
+  /** The servers in use, by name (`r<i>`, 1 to SERVERS_PER_SLOT); the others are written disabled. */
   servers: { name: string; address: string; drain: boolean }[];
 }
+
+/**
+ * Servers a slot has, declared in the file: dynamic servers (`add server`) of HAProxy 2.6 keep no
+ * idle connections to the app, so every request would open one. Enough for a revision at its
+ * maximum scale and the one it replaces, draining, with room for a port reused meanwhile.
+ */
+export const SERVERS_PER_SLOT = 24;
 
 export interface HaproxyConfig {
   /** Where HAProxy keeps its sockets, pid file and hosts map. */
@@ -42,7 +50,7 @@ export const PID_FILE = "haproxy.pid";
 /**
  * An app process's server options: a refused connection takes it out at once (the request is
  * retried on another, or on the Node edge, the backup, when none is left), and a TCP check brings
- * it back. Written the same in the file and in `add server`, as dynamic servers take no defaults.
+ * it back.
  */
 export const SERVER_OPTIONS = "check inter 2s fall 1 rise 1 observe layer4 error-limit 1 on-error mark-down";
 
@@ -60,16 +68,19 @@ export function renderHostsMap(entries: [host: string, slot: string][]): string 
 }
 
 export function renderHaproxyConfig(c: HaproxyConfig): string {
-  const backends = c.slots.map((s) =>
-    [
-      `backend ${s.slot}`,
-      "  balance roundrobin",
-      ...s.servers.map(
-        (r) => `  server ${r.name} ${r.address} ${SERVER_OPTIONS}${r.drain ? " weight 0" : ""}`,
-      ),
-      `  server edge 127.0.0.1:${c.edgePort} backup`,
-    ].join("\n"),
-  );
+  const backends = c.slots.map((s) => {
+    const lines = [`backend ${s.slot}`, "  balance roundrobin"];
+    for (let i = 1; i <= SERVERS_PER_SLOT; i++) {
+      const r = s.servers.find((x) => x.name === `r${i}`);
+      lines.push(
+        r === undefined
+          ? `  server r${i} 127.0.0.1:1 disabled ${SERVER_OPTIONS}`
+          : `  server r${i} ${r.address} ${SERVER_OPTIONS}${r.drain ? " weight 0" : ""}`,
+      );
+    }
+    lines.push(`  server edge 127.0.0.1:${c.edgePort} backup`);
+    return lines.join("\n");
+  });
   return `# Written by Slipway (src/runtimes/local/routing/haproxy/config.ts) at each reload.
 global
   master-worker

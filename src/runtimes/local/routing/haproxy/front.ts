@@ -14,7 +14,7 @@ import {
   HOSTS_MAP,
   renderHaproxyConfig,
   renderHostsMap,
-  SERVER_OPTIONS,
+  SERVERS_PER_SLOT,
 } from "./config.ts";
 import { HaproxyProcess } from "./process.ts";
 import { type LoggedRequest, RequestLog } from "./request-log.ts";
@@ -57,7 +57,13 @@ interface Slot {
   hosts: Set<string>;
   /** By address. */
   servers: Map<string, Server>;
-  next: number;
+}
+
+/** A declared server of the slot no process uses (`r1` … `r<SERVERS_PER_SLOT>`). */
+function freeServer(slot: Slot): string | undefined {
+  const used = new Set([...slot.servers.values()].map((r) => r.name));
+  for (let i = 1; i <= SERVERS_PER_SLOT; i++) if (!used.has(`r${i}`)) return `r${i}`;
+  return undefined;
 }
 
 const FIRST_SLOTS = 16;
@@ -70,7 +76,8 @@ function uidExists(user: string): Promise<boolean> {
 async function maxconnFromLimits(): Promise<number> {
   const limits = await readFile("/proc/self/limits", "utf8");
   const hard = Number(/^Max open files\s+\S+\s+(\d+)/m.exec(limits)?.[1] ?? 4096);
-  return Math.max(256, Math.min(100_000, Math.floor((hard - 200) / 2)));
+  // Room for the listeners, the log, and every declared server with its health check.
+  return Math.max(256, Math.min(100_000, Math.floor((hard - 4000) / 2)));
 }
 
 export class HaproxyFront {
@@ -187,10 +194,17 @@ export class HaproxyFront {
         if (known !== undefined && !known.draining) continue;
         if (known !== undefined) {
           // The same address again while it drains (a process on a reused port): a fresh server.
-          await this.removeServer(slot, address, known, true);
+          await this.removeServer(slot, address, known);
         }
-        const name = `r${slot.next++}`;
-        await this.api.addServer(slot.name, name, address, SERVER_OPTIONS);
+        const name = freeServer(slot);
+        if (name === undefined) {
+          this.o.logger.warn(
+            { slot: slot.name, address },
+            "apps edge: a HAProxy slot has no server left; not added",
+          );
+          continue;
+        }
+        await this.api.useServer(slot.name, name, address);
         slot.servers.set(address, { name, draining: false, current: 0 });
       }
       for (const host of hosts)
@@ -209,19 +223,15 @@ export class HaproxyFront {
           await this.api.drainServer(slot.name, server.name);
           server.draining = true;
           server.current = Number.POSITIVE_INFINITY;
-        } else if (server.current === 0) await this.removeServer(slot, address, server, false);
+        } else if (server.current === 0) await this.removeServer(slot, address, server);
       }
       if (w === undefined && slot.servers.size === 0 && slot.hosts.size === 0) slot.deployment = undefined;
     }
   }
 
-  private async removeServer(slot: Slot, address: string, server: Server, force: boolean): Promise<void> {
-    if (!server.draining) await this.api.drainServer(slot.name, server.name);
-    const gone = await this.api.delServer(slot.name, server.name).catch((err: unknown) => {
-      if (force) throw err;
-      return false;
-    });
-    if (gone || force) slot.servers.delete(address);
+  private async removeServer(slot: Slot, address: string, server: Server): Promise<void> {
+    await this.api.releaseServer(slot.name, server.name);
+    slot.servers.delete(address);
   }
 
   /** Requests in flight per server and per deployment (the autoscaler's traffic). */
@@ -259,7 +269,6 @@ export class HaproxyFront {
         deployment: undefined,
         hosts: new Set(),
         servers: new Map(),
-        next: 0,
       });
   }
 

@@ -39,17 +39,18 @@ async function deployed(rt: LocalRuntime, s: RevisionSpec): Promise<void> {
 /** The apps port's HAProxy of a runtime started with the data dir `dataDir`. */
 const apiOf = (dataDir: string) => new HaproxyApi(join(dataDir, "edge", "haproxy", "admin.sock"));
 
-/** `show stat`'s total requests of the servers at `port` (the app's process), from HAProxy itself. */
-async function servedByHaproxy(dataDir: string, port: number): Promise<number> {
+/** `show stat`'s `column`, summed over the servers at `port` (the app's process), from HAProxy itself. */
+async function serverStat(dataDir: string, port: number, column = "req_tot"): Promise<number> {
   const csv = await apiOf(dataDir).command("show stat -1 4 -1");
   const [head = "", ...rows] = csv.split("\n");
   const cols = head.replace(/^# /, "").split(",");
-  const [addr, total] = [cols.indexOf("addr"), cols.indexOf("req_tot")];
+  const [addr, wanted] = [cols.indexOf("addr"), cols.indexOf(column)];
   return rows
     .map((r) => r.split(","))
     .filter((f) => f[addr]?.endsWith(`:${port}`))
-    .reduce((sum, f) => sum + Number(f[total] ?? 0), 0);
+    .reduce((sum, f) => sum + Number(f[wanted] ?? 0), 0);
 }
+const servedByHaproxy = (dataDir: string, port: number) => serverStat(dataDir, port);
 
 describe("the apps edge's HAProxy front", { skip }, () => {
   const runtimes: LocalRuntime[] = [];
@@ -74,6 +75,8 @@ describe("the apps edge's HAProxy front", { skip }, () => {
     const port = Number((await hit(rt, s.deploymentName)).json().port);
     for (let i = 0; i < 40; i++) assert.equal((await hit(rt, s.deploymentName)).status, 200);
     assert.ok((await servedByHaproxy(dataDir, port)) >= 40, "HAProxy served them, not the Node edge");
+    // Over kept-alive connections to the app (a connection a request would cost the app dearly).
+    assert.ok((await serverStat(dataDir, port, "connect")) <= 5, "HAProxy reuses its connections to the app");
     await waitFor(
       "the request log's counts",
       () => (edgeTotals().get(s.deploymentName)?.requests ?? 0) >= 41,
