@@ -1,3 +1,4 @@
+// Why over 300 lines: the one page of a deployment, whose panels share its state and event stream.
 // One deployment: status, URL, revisions timeline, live logs, a listener's pods, actions, secrets,
 // spec, tags, charts.
 import { useEffect, useState } from "preact/hooks";
