@@ -33,6 +33,7 @@ import { AppsRouter } from "./routing/router.ts";
 import { DeploymentSlot } from "./routing/slot.ts";
 import { staticGroup } from "./routing/static-group.ts";
 import { attachTls, type TlsEdge } from "./routing/tls.ts";
+import { announceConfinement } from "./sandbox/announce.ts";
 import { Confiner, OTHER_PROTECTION_PROBES } from "./sandbox/confine.ts";
 import type { Traffic } from "./scaling/traffic.ts";
 
@@ -116,25 +117,10 @@ export class LocalRuntime implements Runtime {
    * with a protection off throws) and opens the apps listener (idempotent); resolves to the bound port.
    */
   async start(): Promise<number> {
-    const { system, reason, probes } = await this.confiner.choose();
+    const choice = await this.confiner.choose();
     if (!this.warned) {
       this.warned = true;
-      if (system === undefined) {
-        this.o.logger.warn(
-          { sandbox: this.o.sandbox, reason },
-          "no sandbox: apps run unsandboxed, as Slipway's own user; only the first organization may deploy (docs/sandbox.md)",
-        );
-      }
-      for (const p of probes) {
-        if (p.ok)
-          this.o.logger.info({ protection: p.protection }, `protection on: ${p.protection}: ${p.detail}`);
-        else {
-          this.o.logger.warn(
-            { protection: p.protection, detail: p.detail },
-            `protection off: ${p.protection}: ${p.detail}; only the first organization may deploy (docs/protections.md)`,
-          );
-        }
-      }
+      announceConfinement(this.o.logger, this.o.sandbox, choice);
     }
     await watchBuildGroups(this.layout.dataDir, this.stopGraceMs, this.o.logger);
     this.edge ??= openEdge(this.router, {
