@@ -6,6 +6,7 @@ import { join } from "node:path";
 import Ajv from "ajv";
 import addFormats from "ajv-formats";
 import type { TestContext } from "./harness.ts";
+import { waitForRevision } from "./wait.ts";
 
 /**
  * The interface's records (spec/interface.md), written out by hand from its tables rather than
@@ -347,4 +348,20 @@ export async function createIntegration(ctx: TestContext, team: string): Promise
   const web = repos.body.find((r) => r.name === "web");
   assert.ok(web, "the web repository is listed");
   return { integrationId: created.body.id, repoUrl: web.url };
+}
+
+/** Creates `name` from the hello-http template and waits until it is DEPLOYED; resolves to its host. */
+export async function deployHello(ctx: TestContext, name: string): Promise<string> {
+  const created = await call<Deployment>(ctx, "POST", "/v2/deployments", {
+    name,
+    source: "internal_template",
+    source_revision_config: { repo_ref: "hello-http" },
+  });
+  assert.equal(created.status, 201, JSON.stringify(created.body));
+  assert.ok(created.body.latest_revision_id);
+  assert.equal(
+    await waitForRevision(ctx.db, created.body.latest_revision_id, { timeoutMs: 120_000 }),
+    "DEPLOYED",
+  );
+  return `${created.body.name}.${ctx.config.apps.domain}`;
 }

@@ -12,10 +12,9 @@ import { CertificateKeeper } from "../../../src/resources/certificates/keeper.ts
 import { certificateStates, claimDue } from "../../../src/resources/certificates/store.ts";
 import { type RunningReconciler, startReconciler } from "../../../src/wiring/reconciler.ts";
 import { freePort } from "../../e2e/stack.ts";
-import { call, type Deployment } from "../../helpers/deployments.ts";
+import { deployHello } from "../../helpers/deployments.ts";
 import { forEachDatabase } from "../../helpers/harness.ts";
 import { h2Get, httpsGet } from "../../helpers/tls-client.ts";
-import { waitForRevision } from "../../helpers/wait.ts";
 
 // SLIPWAY_APPS_TLS=internal through `slipway serve`'s wiring: the root written where the log says,
 // a client that trusts it, keys stored encrypted; and the keeper's failure path (back-off, event).
@@ -40,18 +39,7 @@ forEachDatabase(
     let host = "";
     before(async () => {
       stack = await startReconciler(suite.ctx, suite.ctx.app.log);
-      const created = await call<Deployment>(suite.ctx, "POST", "/v2/deployments", {
-        name: `internal-${kind}`,
-        source: "internal_template",
-        source_revision_config: { repo_ref: "hello-http" },
-      });
-      assert.equal(created.status, 201, JSON.stringify(created.body));
-      assert.ok(created.body.latest_revision_id);
-      assert.equal(
-        await waitForRevision(suite.ctx.db, created.body.latest_revision_id, { timeoutMs: 120_000 }),
-        "DEPLOYED",
-      );
-      host = `${created.body.name}.${suite.ctx.config.apps.domain}`;
+      host = await deployHello(suite.ctx, `internal-${kind}`);
     });
     after(async () => {
       await stack?.stop();

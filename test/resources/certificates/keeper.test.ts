@@ -6,9 +6,8 @@ import { CertificateKeeper, orderBackoffMs } from "../../../src/resources/certif
 import { certificateStates } from "../../../src/resources/certificates/store.ts";
 import { type RunningReconciler, startReconciler } from "../../../src/wiring/reconciler.ts";
 import { freePort } from "../../e2e/stack.ts";
-import { call, type Deployment } from "../../helpers/deployments.ts";
+import { deployHello } from "../../helpers/deployments.ts";
 import { forEachDatabase } from "../../helpers/harness.ts";
-import { waitForRevision } from "../../helpers/wait.ts";
 
 // The keeper on its own (TLS off for the server): which names it orders for, and a host whose
 // orders fail (no certificate at all): `failed`, back-off, an event, handshakes refused at once.
@@ -39,18 +38,7 @@ forEachDatabase(
     let host = "";
     before(async () => {
       stack = await startReconciler(suite.ctx, suite.ctx.app.log);
-      const created = await call<Deployment>(suite.ctx, "POST", "/v2/deployments", {
-        name: `keeper-${kind}`,
-        source: "internal_template",
-        source_revision_config: { repo_ref: "hello-http" },
-      });
-      assert.equal(created.status, 201, JSON.stringify(created.body));
-      assert.ok(created.body.latest_revision_id);
-      assert.equal(
-        await waitForRevision(suite.ctx.db, created.body.latest_revision_id, { timeoutMs: 120_000 }),
-        "DEPLOYED",
-      );
-      host = `${created.body.name}.${suite.ctx.config.apps.domain}`;
+      host = await deployHello(suite.ctx, `keeper-${kind}`);
     });
     after(async () => {
       await stack?.stop();
