@@ -14,7 +14,9 @@ import { createHello, median, startServe } from "./serve.ts";
  * starts), behind nginx (1 worker, upstream keep-alive, a config the bench writes) in front of that
  * copy, and behind Slipway's apps edge in front of its own deployed copy (a real `slipway serve`,
  * SLIPWAY_SANDBOX=none so the app is on loopback as nginx's is): with its HAProxy front (one thread,
- * as nginx has one worker), and with the Node edge alone (SLIPWAY_EDGE=node). Rounds interleave.
+ * as nginx has one worker), and with the Node edge alone (SLIPWAY_EDGE=node). Where this machine can
+ * (root, bubblewrap, nftables), a fifth row: the HAProxy front with the app in its own sandbox and
+ * network namespace (SLIPWAY_SANDBOX=bwrap, issue 26's "report both"). Rounds interleave.
  */
 
 const NGINX = "/usr/sbin/nginx";
@@ -95,6 +97,10 @@ export async function edgeVsNginx(seconds: number, rounds: number): Promise<Edge
     SLIPWAY_EDGE_THREADS: "1",
   });
   const nodeOnly = await startServe({ SLIPWAY_SANDBOX: "none", SLIPWAY_EDGE: "node" });
+  const sandboxed = process.getuid?.() === 0 && existsSync("/usr/bin/bwrap") && existsSync("/usr/sbin/nft");
+  const isolated = sandboxed
+    ? await startServe({ SLIPWAY_SANDBOX: "bwrap", SLIPWAY_EDGE: "haproxy", SLIPWAY_EDGE_THREADS: "1" })
+    : undefined;
   try {
     const appPort = await freePort();
     children.push(
@@ -107,7 +113,7 @@ export async function edgeVsNginx(seconds: number, rounds: number): Promise<Edge
     mkdirSync(join(dir, "logs"));
     writeFileSync(join(dir, "nginx.conf"), nginxConfig(dir, nginxPort, appPort));
     children.push(spawn(NGINX, ["-p", dir, "-c", join(dir, "nginx.conf")], { stdio: "ignore" }));
-    for (const s of [fronted, nodeOnly]) {
+    for (const s of [fronted, nodeOnly, ...(isolated === undefined ? [] : [isolated])]) {
       const id = await createHello(s, "bench-edge");
       const deployed = await patchToDeployed({
         baseUrl: s.baseUrl,
@@ -131,6 +137,15 @@ export async function edgeVsNginx(seconds: number, rounds: number): Promise<Edge
         url: `http://127.0.0.1:${nodeOnly.appsPort}`,
         headers: host,
       },
+      ...(isolated === undefined
+        ? []
+        : [
+            {
+              path: "Slipway's apps edge (HAProxy front), the app in its sandbox and network namespace",
+              url: `http://127.0.0.1:${isolated.appsPort}`,
+              headers: host,
+            },
+          ]),
     ];
     for (const t of targets) await untilAnswers(`${t.url}/`, t.headers);
     const runs = new Map<string, { rps: number; p99: number }[]>(targets.map((t) => [t.path, []]));
@@ -159,6 +174,7 @@ export async function edgeVsNginx(seconds: number, rounds: number): Promise<Edge
     for (const c of children) c.kill("SIGTERM");
     await fronted.stop();
     await nodeOnly.stop();
+    await isolated?.stop();
     rmSync(dir, { recursive: true, force: true });
   }
 }
@@ -166,7 +182,7 @@ export async function edgeVsNginx(seconds: number, rounds: number): Promise<Edge
 export function edgeLines(rows: EdgeRow[] | string): string {
   const what = "Apps edge beside nginx (hello-http, 10 connections, medians of interleaved rounds)";
   if (typeof rows === "string") return `${what}: not measured: ${rows}`;
-  const [direct, nginx, edge, nodeEdge] = rows;
+  const [direct, nginx, edge, nodeEdge, isolatedEdge] = rows;
   if (direct === undefined || nginx === undefined || edge === undefined) return `${what}: no result`;
   const lines = rows.map(
     (r) =>
@@ -177,5 +193,9 @@ export function edgeLines(rows: EdgeRow[] | string): string {
   const meets = ratio >= 0.8 && p99 <= 1 ? "meets" : "misses";
   const node =
     nodeEdge === undefined ? "" : `; the Node edge alone ${(nodeEdge.rps / nginx.rps).toFixed(2)}× nginx`;
-  return `${what}:\n${lines.join("\n")}\n  edge/nginx ${ratio.toFixed(2)}×, p99 ${p99 >= 0 ? "+" : ""}${p99} ms: ${meets} the aims (≥ 0.8× nginx, p99 within 1 ms)${node}`;
+  const isolated =
+    isolatedEdge === undefined
+      ? "; namespaces on: not measured (needs root, bubblewrap and nftables)"
+      : `; with the app in its network namespace ${(isolatedEdge.rps / nginx.rps).toFixed(2)}× nginx, p99 ${isolatedEdge.p99 - nginx.p99 >= 0 ? "+" : ""}${isolatedEdge.p99 - nginx.p99} ms`;
+  return `${what}:\n${lines.join("\n")}\n  edge/nginx ${ratio.toFixed(2)}×, p99 ${p99 >= 0 ? "+" : ""}${p99} ms: ${meets} the aims (≥ 0.8× nginx, p99 within 1 ms)${node}${isolated}`;
 }

@@ -1,4 +1,5 @@
 import { join } from "node:path";
+import { REQUEST_RING } from "./request-log.ts";
 
 /**
  * The HAProxy configuration of the apps edge's front (docs/edge.md), as text: nothing here runs.
@@ -30,8 +31,6 @@ export interface HaproxyConfig {
   listen: { host: string; port: number };
   /** The Node edge, on loopback. */
   edgePort: number;
-  /** Where the request log goes (UDP on loopback, one line a request: slot, status, ms). */
-  logPort: number;
   maxconn: number;
   /** `auto` or a count of threads. */
   threads: string;
@@ -86,13 +85,19 @@ global
   master-worker
   pidfile ${join(c.dir, PID_FILE)}
   stats socket ${join(c.dir, ADMIN_SOCKET)} mode 600 level admin expose-fd listeners
+  # The request log's reader is a CLI session: idle that long (no request at all), it is dropped.
+  stats timeout 1d
   maxconn ${c.maxconn}
 ${c.threads === "auto" ? "" : `  nbthread ${c.threads}\n`}${c.user === undefined ? "" : `  user ${c.user.user}\n  group ${c.user.group}\n`}  hard-stop-after ${c.hardStopAfterS}s
-  log 127.0.0.1:${c.logPort} len 256 format raw local0 info
+
+# The request log (request-log.ts): one line a request, read by Slipway over the admin socket.
+ring ${REQUEST_RING}
+  format raw
+  maxlen 256
+  size 2097152
 
 defaults
   mode http
-  log global
   option dontlognull
   option http-keep-alive
   timeout connect 5s
@@ -108,6 +113,7 @@ defaults
 
 frontend apps
   bind ${serverAddress(c.listen.host, c.listen.port)}
+  log ring@${REQUEST_RING} len 256 format raw local0 info
   log-format "%b %ST %Ta"
   option forwardfor
   http-request set-header X-Forwarded-Host %[req.hdr(host)] unless { req.hdr(x-forwarded-host) -m found }

@@ -94,7 +94,11 @@ export class HaproxyFront {
   constructor(private readonly o: FrontOptions) {
     this.api = new HaproxyApi(join(o.dir, ADMIN_SOCKET));
     this.haproxy = new HaproxyProcess(o.binary, o.dir, this.api, (why) => this.crashed(why));
-    this.log = new RequestLog((r) => this.logged(r));
+    this.log = new RequestLog(
+      join(o.dir, ADMIN_SOCKET),
+      () => this.api.workerPid(),
+      (r) => this.logged(r),
+    );
   }
 
   /** Starts HAProxy in front of the Node edge on `edgePort`; throws HaproxyError when it cannot. */
@@ -107,7 +111,6 @@ export class HaproxyFront {
       dir: this.o.dir,
       listen: this.o.listen,
       edgePort,
-      logPort: await this.log.listen(),
       maxconn: await maxconnFromLimits(),
       threads: this.o.workers,
       user: root ? { user, group: user === "haproxy" ? "haproxy" : "nogroup" } : undefined,
@@ -117,6 +120,7 @@ export class HaproxyFront {
     this.grow(FIRST_SLOTS);
     await this.writeState();
     await this.haproxy.start();
+    await this.log.follow();
     this.o.logger.info(
       { haproxy: version, port: this.o.listen.port, edgePort },
       "apps edge: HAProxy serves the apps port in front of the Node edge",
@@ -149,8 +153,8 @@ export class HaproxyFront {
     this.closed = true;
     clearInterval(this.timer);
     await this.syncing.catch(() => undefined);
+    this.log.close();
     await this.haproxy.stop();
-    await this.log.close();
   }
 
   private tick(): void {
@@ -179,6 +183,7 @@ export class HaproxyFront {
       this.grow(Math.max(this.slots.length, unassigned.length - free.length));
       await this.writeState();
       await this.haproxy.reload();
+      await this.log.follow();
     }
     for (const w of unassigned) {
       const slot = this.slots.find((s) => s.deployment === undefined);
@@ -298,6 +303,7 @@ export class HaproxyFront {
         .then(
           () => {
             this.restarts = 0;
+            void this.log.follow();
           },
           (err: unknown) => {
             this.o.logger.warn({ err }, "apps edge: HAProxy did not start again");

@@ -5,7 +5,6 @@ import { after, describe, it } from "node:test";
 import type { RevisionSpec } from "../../../../../src/runtimes/interface.ts";
 import { HaproxyApi } from "../../../../../src/runtimes/local/routing/haproxy/api.ts";
 import { renderHostsMap } from "../../../../../src/runtimes/local/routing/haproxy/config.ts";
-import { parseRequestLine } from "../../../../../src/runtimes/local/routing/haproxy/request-log.ts";
 import { edgeTotals } from "../../../../../src/runtimes/local/routing/request-metrics.ts";
 import type { LocalRuntime } from "../../../../../src/runtimes/local/runtime.ts";
 import {
@@ -144,11 +143,7 @@ describe("the apps edge's HAProxy front", { skip }, () => {
     await assert.rejects(required.start(), /\/nonexistent\/haproxy -v failed/);
   });
 
-  it("reads only request lines of its own shape, and maps only plain host names", () => {
-    assert.deepEqual(parseRequestLine("s3 200 12"), { slot: "s3", status: 200, ms: 12 });
-    assert.equal(parseRequestLine("s3 200"), undefined);
-    assert.equal(parseRequestLine("<134>Nov 27 haproxy[1]: s3 200 12"), undefined);
-    assert.equal(parseRequestLine("edge 200 12"), undefined);
+  it("maps only plain host names", () => {
     assert.equal(
       renderHostsMap([
         ["app.apps.test", "s0"],
