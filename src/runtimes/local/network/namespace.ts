@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import { existsSync } from "node:fs";
-import { readdir, readFile } from "node:fs/promises";
+import { readdir, readFile, writeFile } from "node:fs/promises";
 import { AddressSlots, addressesOf } from "./addresses.ts";
 import { run } from "./commands.ts";
 import { gateElement, hostTableScript, NAMESPACE_RANGE, namespaceScript } from "./firewall.ts";
@@ -42,6 +42,18 @@ export interface DeploymentNetwork {
 }
 
 const NETNS_DIR = "/run/netns";
+const IP_FORWARD = "/proc/sys/net/ipv4/ip_forward";
+
+/**
+ * What a namespace sends beyond the host (the resolvers, mirrors elsewhere, the internet under
+ * SLIPWAY_APP_EGRESS=internet) is routed by the host: IPv4 forwarding must be on, as Docker and
+ * Podman turn it on for their bridges. It is a setting of the host's network namespace, left on
+ * (others may rely on it); the host table lets nothing be forwarded into the namespaces but
+ * replies (firewall.ts).
+ */
+async function enableForwarding(): Promise<void> {
+  if ((await readFile(IP_FORWARD, "utf8")).trim() !== "1") await writeFile(IP_FORWARD, "1\n");
+}
 
 function digest(id: string): string {
   return createHash("sha256").update(id).digest("hex");
@@ -177,7 +189,8 @@ export class NetworkNamespaces {
           run("nft", ["-f", "-"], hostTableScript({ table: this.table, prefix: this.prefix })).then(
             () => undefined,
           ),
-      );
+      )
+      .then(() => enableForwarding());
     this.hostTable.catch(() => {
       this.hostTable = undefined;
     });
