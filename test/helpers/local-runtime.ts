@@ -72,6 +72,21 @@ export function phase(): PhaseContext & {
   };
 }
 
+/** Prepares and builds `s` (a fresh phase); resolves to the phase, with its log lines. */
+export async function built(rt: LocalRuntime, s: RevisionSpec): Promise<ReturnType<typeof phase>> {
+  const ctx = phase();
+  await rt.prepare(s, ctx);
+  await rt.build(s, ctx);
+  return ctx;
+}
+
+/** Prepares, builds and activates `s`: its processes serve once this settles. */
+export async function deployed(rt: LocalRuntime, s: RevisionSpec): Promise<ReturnType<typeof phase>> {
+  const ctx = await built(rt, s);
+  await rt.activate(s, ctx);
+  return ctx;
+}
+
 let counter = 0;
 
 export function spec(source: SourceLocation, extra: Partial<RevisionSpec> = {}): RevisionSpec {

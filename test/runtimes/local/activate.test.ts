@@ -5,11 +5,12 @@ import { existsSync, readFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
-import { DeployError, type RevisionSpec } from "../../../src/runtimes/interface.ts";
+import { DeployError } from "../../../src/runtimes/interface.ts";
 import { cgroupSupport } from "../../../src/runtimes/local/processes/cgroup.ts";
 import type { LocalRuntime } from "../../../src/runtimes/local/runtime.ts";
 import {
   alive,
+  built,
   cleanupTemp,
   DOMAIN,
   hit,
@@ -28,13 +29,6 @@ function canListen(port: number): Promise<void> {
     server.once("error", reject);
     server.listen(port, "127.0.0.1", () => server.close(() => resolve()));
   });
-}
-
-async function built(rt: LocalRuntime, s: RevisionSpec) {
-  const ctx = phase();
-  await rt.prepare(s, ctx);
-  await rt.build(s, ctx);
-  return ctx;
 }
 
 describe("local runtime: activate", () => {

@@ -10,6 +10,7 @@ import type { LocalRuntime } from "../../../src/runtimes/local/runtime.ts";
 import {
   type Answer,
   alive,
+  built,
   cleanupTemp,
   DOMAIN,
   hit,
@@ -22,12 +23,6 @@ import {
 } from "../../helpers/local-runtime.ts";
 
 const HAPROXY = "/usr/sbin/haproxy";
-
-async function built(rt: LocalRuntime, s: RevisionSpec) {
-  const ctx = phase();
-  await rt.prepare(s, ctx);
-  await rt.build(s, ctx);
-}
 
 /** The edges that serve the apps port: the Node edge alone, and HAProxy in front of it (CI has both). */
 const EDGES: EdgeSettings["kind"][] =

@@ -1,10 +1,19 @@
 import assert from "node:assert/strict";
 import { createServer } from "node:net";
 import { after, describe, it } from "node:test";
-import { DeployError, type RevisionSpec } from "../../../src/runtimes/interface.ts";
+import { DeployError } from "../../../src/runtimes/interface.ts";
 import { takePort } from "../../../src/runtimes/local/processes/ports.ts";
 import type { LocalRuntime } from "../../../src/runtimes/local/runtime.ts";
-import { cleanupTemp, hit, newRuntime, phase, spec, tempDir, writeApp } from "../../helpers/local-runtime.ts";
+import {
+  built,
+  cleanupTemp,
+  hit,
+  newRuntime,
+  phase,
+  spec,
+  tempDir,
+  writeApp,
+} from "../../helpers/local-runtime.ts";
 
 /**
  * Apps that listen somewhere other than $PORT (real processes, unsandboxed; the sandboxed case is in
@@ -13,12 +22,6 @@ import { cleanupTemp, hit, newRuntime, phase, spec, tempDir, writeApp } from "..
  */
 const NEVER_MS = 300_000;
 const WITHIN = { timeout: 60_000 };
-
-async function built(rt: LocalRuntime, s: RevisionSpec) {
-  const ctx = phase();
-  await rt.prepare(s, ctx);
-  await rt.build(s, ctx);
-}
 
 /**
  * The "hard-coded" port of a broken app: free now, and handed out by the runtime's own allocator,

@@ -19,6 +19,7 @@ import {
   testEngine,
 } from "../../../helpers/container-images.ts";
 import {
+  built,
   cleanupTemp,
   hit,
   newRuntime,
@@ -29,13 +30,6 @@ import {
 } from "../../../helpers/local-runtime.ts";
 
 /** Real containers (podman here, docker where that is what works) of images built on this machine. */
-
-async function built(rt: LocalRuntime, s: RevisionSpec) {
-  const ctx = phase();
-  await rt.prepare(s, ctx);
-  await rt.build(s, ctx);
-  return ctx;
-}
 
 /** Whether any process on this machine has `needle` on its command line. */
 function onSomeCommandLine(needle: string): boolean {

@@ -6,7 +6,15 @@ import { DeployError, type RevisionSpec } from "../../../../src/runtimes/interfa
 import { redisCommands } from "../../../../src/runtimes/local/redis/resp.ts";
 import type { LocalRuntime } from "../../../../src/runtimes/local/runtime.ts";
 import { hostSystem, probeBwrap } from "../../../../src/runtimes/local/sandbox/sandbox.ts";
-import { cleanupTemp, hit, newRuntime, phase, spec, tempDir } from "../../../helpers/local-runtime.ts";
+import {
+  cleanupTemp,
+  deployed,
+  hit,
+  newRuntime,
+  phase,
+  spec,
+  tempDir,
+} from "../../../helpers/local-runtime.ts";
 import { REDIS_APP_JS } from "../../../helpers/redis-app.ts";
 
 const root = process.getuid?.() === 0;
@@ -26,14 +34,6 @@ function redisApp(config: Record<string, unknown> = {}): string {
     JSON.stringify({ start: "node server.js", healthcheck: "/health", ...config }),
   );
   return dir;
-}
-
-async function deploy(rt: LocalRuntime, s: RevisionSpec) {
-  const ctx = phase();
-  await rt.prepare(s, ctx);
-  await rt.build(s, ctx);
-  await rt.activate(s, ctx);
-  return ctx;
 }
 
 function uriOf(rt: LocalRuntime, deploymentId: string): URL {
@@ -64,7 +64,7 @@ describe("local runtime: a deployment's own Redis", { skip: noRedis || bwrapProb
         redisPassword: "p4ss-word-for-test",
       },
     );
-    const ctx = await deploy(rt, s);
+    const ctx = await deployed(rt, s);
     assert.match(ctx.text("deploy"), /starting the deployment's Redis \(maxmemory 48 MB\)/);
     const pushed = (await hit(rt, s.deploymentName, "/push?value=job-1")).json();
     assert.deepEqual(pushed, { pushed: 1, jobs: ["job-1"] });
@@ -106,7 +106,7 @@ describe("local runtime: a deployment's own Redis", { skip: noRedis || bwrapProb
       { kind: "directory", path: app },
       { resourceSpec: { redis_memory_limit_mb: 32 }, redisPassword: "pw-two" },
     );
-    await deploy(rt, s);
+    await deployed(rt, s);
     await hit(rt, s.deploymentName, "/push?value=a");
     const before = uriOf(rt, s.deploymentId).toString();
 
@@ -115,7 +115,7 @@ describe("local runtime: a deployment's own Redis", { skip: noRedis || bwrapProb
       revisionId: `${s.revisionId}-2`,
       resourceSpec: { redis_memory_limit_mb: 64 },
     };
-    const ctx2 = await deploy(rt, s2);
+    const ctx2 = await deployed(rt, s2);
     assert.match(ctx2.text("deploy"), /keeps serving \(maxmemory 64 MB\)/);
     assert.equal(uriOf(rt, s.deploymentId).toString(), before);
     assert.deepEqual((await hit(rt, s.deploymentName, "/jobs")).json(), { jobs: ["a"] });
@@ -145,10 +145,10 @@ describe("local runtime: a deployment's own Redis", { skip: noRedis || bwrapProb
   it('the app config\'s "redis": true asks for one; a revision asking for none has no REDIS_URI', async () => {
     const rt = runtime();
     const s = spec({ kind: "directory", path: redisApp({ redis: true }) });
-    await deploy(rt, s);
+    await deployed(rt, s);
     assert.deepEqual((await hit(rt, s.deploymentName, "/push?value=x")).json(), { pushed: 1, jobs: ["x"] });
     const plain = spec({ kind: "directory", path: redisApp() });
-    await deploy(rt, plain);
+    await deployed(rt, plain);
     assert.deepEqual((await hit(rt, plain.deploymentName, "/uri")).json(), { set: false });
     assert.equal(rt.redisUri(plain.deploymentId), undefined);
   });

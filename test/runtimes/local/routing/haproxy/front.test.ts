@@ -2,16 +2,15 @@ import assert from "node:assert/strict";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
-import type { RevisionSpec } from "../../../../../src/runtimes/interface.ts";
 import { HaproxyApi } from "../../../../../src/runtimes/local/routing/haproxy/api.ts";
 import { renderHostsMap } from "../../../../../src/runtimes/local/routing/haproxy/config.ts";
 import { edgeTotals } from "../../../../../src/runtimes/local/routing/request-metrics.ts";
 import type { LocalRuntime } from "../../../../../src/runtimes/local/runtime.ts";
 import {
   cleanupTemp,
+  deployed,
   hit,
   newRuntime,
-  phase,
   spec,
   tempDir,
   waitFor,
@@ -27,13 +26,6 @@ import {
 
 const HAPROXY = "/usr/sbin/haproxy";
 const skip = existsSync(HAPROXY) || process.env.CI === "true" ? false : "no haproxy here (CI installs it)";
-
-async function deployed(rt: LocalRuntime, s: RevisionSpec): Promise<void> {
-  const ctx = phase();
-  await rt.prepare(s, ctx);
-  await rt.build(s, ctx);
-  await rt.activate(s, ctx);
-}
 
 /** The apps port's HAProxy of a runtime started with the data dir `dataDir`. */
 const apiOf = (dataDir: string) => new HaproxyApi(join(dataDir, "edge", "haproxy", "admin.sock"));
