@@ -27,6 +27,8 @@ export interface EdgeRow {
   rps: number;
   p99: number;
   runs: number[];
+  /** Failed requests (socket errors, timeouts) and non-2xx answers over every round. */
+  failed: number;
 }
 
 function freePort(): Promise<number> {
@@ -148,7 +150,9 @@ export async function edgeVsNginx(seconds: number, rounds: number): Promise<Edge
           ]),
     ];
     for (const t of targets) await untilAnswers(`${t.url}/`, t.headers);
-    const runs = new Map<string, { rps: number; p99: number }[]>(targets.map((t) => [t.path, []]));
+    const runs = new Map<string, { rps: number; p99: number; failed: number }[]>(
+      targets.map((t) => [t.path, []]),
+    );
     // A warm-up of each, then the measured rounds, the order turned every round.
     for (const t of targets)
       await load({ url: t.url, headers: t.headers, paths: ["/"], seconds: 1, connections: 10 });
@@ -156,9 +160,7 @@ export async function edgeVsNginx(seconds: number, rounds: number): Promise<Edge
       const order = r % 2 === 0 ? targets : [...targets].reverse();
       for (const t of order) {
         const got = await load({ url: t.url, headers: t.headers, paths: ["/"], seconds, connections: 10 });
-        if (got.errors > 0 || got.non2xx > 0)
-          throw new Error(`${t.path}: ${got.errors} errors, ${got.non2xx} non-2xx`);
-        runs.get(t.path)?.push({ rps: got.rps, p99: got.p99 });
+        runs.get(t.path)?.push({ rps: got.rps, p99: got.p99, failed: got.errors + got.non2xx });
       }
     }
     return targets.map((t) => {
@@ -168,6 +170,7 @@ export async function edgeVsNginx(seconds: number, rounds: number): Promise<Edge
         rps: median(mine.map((m) => m.rps)),
         p99: median(mine.map((m) => m.p99)),
         runs: mine.map((m) => Math.round(m.rps)),
+        failed: mine.reduce((sum, m) => sum + m.failed, 0),
       };
     });
   } finally {
@@ -186,11 +189,12 @@ export function edgeLines(rows: EdgeRow[] | string): string {
   if (direct === undefined || nginx === undefined || edge === undefined) return `${what}: no result`;
   const lines = rows.map(
     (r) =>
-      `  ${r.path}: ${Math.round(r.rps)} req/s (${(r.rps / direct.rps).toFixed(2)}× direct), p99 ${r.p99} ms (runs: ${r.runs.join(", ")} req/s)`,
+      `  ${r.path}: ${Math.round(r.rps)} req/s (${(r.rps / direct.rps).toFixed(2)}× direct), p99 ${r.p99} ms (runs: ${r.runs.join(", ")} req/s)${r.failed > 0 ? `, ${r.failed} failed` : ""}`,
   );
   const ratio = edge.rps / nginx.rps;
   const p99 = edge.p99 - nginx.p99;
-  const meets = ratio >= 0.8 && p99 <= 1 ? "meets" : "misses";
+  // Slipway's own edge must fail no request; the references' failures are reported beside them.
+  const meets = ratio >= 0.8 && p99 <= 1 && edge.failed === 0 ? "meets" : "misses";
   const node =
     nodeEdge === undefined ? "" : `; the Node edge alone ${(nodeEdge.rps / nginx.rps).toFixed(2)}× nginx`;
   const isolated =

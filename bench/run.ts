@@ -244,6 +244,6 @@ if (process.env.BENCH_SKIP_COLD_START !== "1") {
 if (process.env.BENCH_SKIP_EDGE !== "1") {
   // The apps edge beside nginx in front of the same app (edge.ts).
   const { edgeVsNginx, edgeLines } = await import("./edge.ts");
-  const rounds = Number(process.env.BENCH_EDGE_ROUNDS ?? 3);
+  const rounds = Number(process.env.BENCH_EDGE_ROUNDS ?? 5);
   console.log(`\n${edgeLines(await edgeVsNginx(Number(process.env.BENCH_EDGE_SECONDS ?? 5), rounds))}`);
 }

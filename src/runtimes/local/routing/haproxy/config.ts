@@ -118,11 +118,11 @@ frontend apps
   option forwardfor
   http-request set-header X-Forwarded-Host %[req.hdr(host)] unless { req.hdr(x-forwarded-host) -m found }
   http-request set-header X-Forwarded-Proto http unless { req.hdr(x-forwarded-proto) -m found }
-  http-request set-var(txn.slot) req.hdr(host),field(1,:),lower,regsub(\\.$,),map_str(${join(c.dir, HOSTS_MAP)},edge)
   # Upgrades and event streams go to the Node edge, which counts them while they last.
   use_backend edge if { req.hdr(upgrade) -m found }
   use_backend edge if { req.hdr(accept) -m sub text/event-stream }
-  use_backend %[var(txn.slot)]
+  # A host with a trailing dot is not in the map: the Node edge serves it.
+  use_backend %[req.hdr(host),field(1,:),lower,map_str(${join(c.dir, HOSTS_MAP)},edge)]
   default_backend edge
 
 backend edge
