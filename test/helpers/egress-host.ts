@@ -1,9 +1,9 @@
 import { execFile } from "node:child_process";
 import { readFileSync } from "node:fs";
-import { NetworkNamespaces } from "../../../../src/runtimes/local/network/namespace.ts";
+import { NetworkNamespaces } from "../../src/runtimes/local/network/namespace.ts";
 
 /**
- * Run by egress.test.ts inside a fresh network namespace standing in for the host (its own
+ * Run by test/runtimes/local/network/egress.test.ts inside a fresh network namespace standing in for the host (its own
  * ip_forward, 0 at first, and its own nft tables): makes a deployment's namespace with the egress
  * policy given, and prints whether the app's namespace reaches `host:port` beyond that host.
  * Arguments: <slotsDir> <tag> <internet|none> <host> <port>.
