@@ -85,6 +85,8 @@ export class HaproxyFront {
   private readonly haproxy: HaproxyProcess;
   private readonly log: RequestLog;
   private slots: Slot[] = [];
+  /** The same slots by name: the request log looks one up for every request. */
+  private readonly slotNamed = new Map<string, Slot>();
   private base: Omit<HaproxyConfig, "slots"> | undefined;
   private syncing: Promise<void> = Promise.resolve();
   private timer: NodeJS.Timeout | undefined;
@@ -117,6 +119,7 @@ export class HaproxyFront {
       hardStopAfterS: 3600,
     };
     this.slots = [];
+    this.slotNamed.clear();
     this.grow(FIRST_SLOTS);
     await this.writeState();
     await this.haproxy.start();
@@ -246,7 +249,7 @@ export class HaproxyFront {
     const bySlot = new Map<string, number>();
     for (const slot of this.slots) for (const server of slot.servers.values()) server.current = 0;
     for (const row of stats) {
-      const slot = this.slots.find((s) => s.name === row.backend);
+      const slot = this.slotNamed.get(row.backend);
       const server =
         slot === undefined ? undefined : [...slot.servers.values()].find((r) => r.name === row.server);
       if (server === undefined) continue;
@@ -260,7 +263,7 @@ export class HaproxyFront {
   }
 
   private logged(r: LoggedRequest): void {
-    const name = this.slots.find((s) => s.name === r.slot)?.deployment;
+    const name = this.slotNamed.get(r.slot)?.deployment;
     if (name === undefined) return;
     recordRequest(name, r.ms, r.status);
     this.o.router.trafficOf(name)?.touch(Date.now());
@@ -268,13 +271,11 @@ export class HaproxyFront {
 
   private grow(count: number): void {
     const start = this.slots.length;
-    for (let i = start; i < start + count; i++)
-      this.slots.push({
-        name: `s${i}`,
-        deployment: undefined,
-        hosts: new Set(),
-        servers: new Map(),
-      });
+    for (let i = start; i < start + count; i++) {
+      const slot: Slot = { name: `s${i}`, deployment: undefined, hosts: new Set(), servers: new Map() };
+      this.slots.push(slot);
+      this.slotNamed.set(slot.name, slot);
+    }
   }
 
   /** The configuration and hosts map of the state now: what a reload or a restart starts from. */
